@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from enum import Enum
+from enum import StrEnum
 from functools import wraps
 from typing import Any, TypeVar
 
@@ -30,7 +30,7 @@ stderr = Console(stderr=True, soft_wrap=True)
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
 
 
-class Output(str, Enum):
+class Output(StrEnum):
     text = "text"
     json = "json"
     yaml = "yaml"

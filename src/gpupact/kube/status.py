@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 
-class Code(str, Enum):
+class Code(StrEnum):
     SUCCESS = "Success"
     ERROR = "Error"
     UNSCHEDULABLE = "Unschedulable"
