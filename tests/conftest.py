@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+from hypothesis import settings
+
+# property tests explore the same examples on every run: the suite is deterministic
+settings.register_profile("deterministic", derandomize=True, deadline=None)
+settings.load_profile("deterministic")
+
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001
     counts: dict[str, Counter] = defaultdict(Counter)

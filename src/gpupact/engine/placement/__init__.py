@@ -1,0 +1,1 @@
+"""Placement: kube-scheduler filter -> score -> select over a cluster's nodes."""

@@ -1,0 +1,54 @@
+"""Refusals as data, and the kube-scheduler `FitError` summary built from them."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from gpupact.kube.status import Status
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """Why one subject (a node, a pod, a queue) refused: the plugin, its upstream status code,
+    the upstream reason string (what the scheduler prints), and our own detail for humans."""
+
+    code: str
+    message: str
+    subject: str
+    plugin: str = ""
+    detail: str = ""
+
+
+def reasons_of(subject: str, status: Status, details: Iterable[str] = ()) -> list[Reason]:
+    extra = list(details)
+    return [
+        Reason(status.code.value, msg, subject, status.plugin, extra[i] if i < len(extra) else "")
+        for i, msg in enumerate(status.reasons)
+    ]
+
+
+def fit_error_message(
+    num_all_nodes: int,
+    node_statuses: Mapping[str, Status],
+    *,
+    prefilter_msg: str = "",
+    postfilter_msg: str = "",
+) -> str:
+    """`0/N nodes are available: <prefilter>. <histogram>. <postfilter>.` as kube-scheduler
+    prints it: each reason counted over nodes, rendered "<count> <reason>" and sorted as
+    strings (so "10 x" sorts before "2 y", exactly like Go's sort.Strings)."""
+    msg = f"0/{num_all_nodes} nodes are available:"
+    if prefilter_msg:
+        msg += f" {prefilter_msg}."
+    else:
+        counts: Counter[str] = Counter()
+        for status in node_statuses.values():
+            counts.update(status.reasons)
+        histogram = sorted(f"{n} {reason}" for reason, n in counts.items())
+        if histogram:
+            msg += f" {', '.join(histogram)}."
+    if postfilter_msg:
+        msg += f" {postfilter_msg}."
+    return msg

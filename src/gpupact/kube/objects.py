@@ -1,0 +1,227 @@
+"""Node and Pod read from Kubernetes JSON/YAML exactly as `kubectl get -o json` prints them.
+
+Parsing validates once at the edge; the resulting objects are typed, immutable and hold
+integer quantities, so filters and scores never re-parse. Fields the scheduler does not need
+stay reachable through `raw` (diagnose reads events, statuses and annotations from it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpupact.errors import FieldError, PathPart
+from gpupact.kube.requests import (
+    PodFootprint,
+    PodResources,
+    parse_pod_resources,
+    parse_resource_list,
+    pod_footprint,
+    pod_requests,
+)
+from gpupact.kube.selectors import NodeAffinity, RequiredNodeAffinity, parse_node_affinity
+from gpupact.kube.taints import Taint, Toleration, parse_taints, parse_tolerations
+from gpupact.kube.topology_spread import (
+    TopologySpreadConstraint,
+    parse_topology_spread_constraints,
+)
+
+DEFAULT_SCHEDULER = "default-scheduler"
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    allocatable: Mapping[str, int] = field(default_factory=dict)  # cpu in milli, rest base units
+    capacity: Mapping[str, int] = field(default_factory=dict)
+    unschedulable: bool = False
+    ready: bool = True
+    conditions: Mapping[str, str] = field(default_factory=dict)  # type -> status
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    name: str
+    namespace: str = "default"
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    node_name: str = ""
+    phase: str = "Pending"
+    priority: int = 0
+    priority_class_name: str = ""
+    preemption_policy: str = "PreemptLowerPriority"
+    scheduler_name: str = DEFAULT_SCHEDULER
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    node_affinity: NodeAffinity | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    resources: PodResources = field(default_factory=PodResources)
+    terminating: bool = False
+    creation_timestamp: str = ""
+    start_time: str = ""
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def requests(self, *, pod_level_resources: bool = True) -> dict[str, int]:
+        """Requests as the scheduler computes them (init max, sidecars, overhead)."""
+        return pod_requests(self.resources, pod_level_resources=pod_level_resources)
+
+    def footprint(self, *, pod_level_resources: bool = True) -> PodFootprint:
+        """What this pod adds to its node once bound (requests and scoring non-zero values)."""
+        return pod_footprint(self.resources, pod_level_resources=pod_level_resources)
+
+    @property
+    def required_node_affinity(self) -> RequiredNodeAffinity:
+        return RequiredNodeAffinity(self.node_selector or None, self.node_affinity)
+
+    @property
+    def assigned(self) -> bool:
+        return bool(self.node_name)
+
+    @property
+    def holds_resources(self) -> bool:
+        """Bound and not finished: counts against its node's allocatable."""
+        return self.assigned and self.phase not in ("Succeeded", "Failed")
+
+
+# --- parsing ----------------------------------------------------------------------------
+
+
+def _mapping(obj: Any, path: tuple[PathPart, ...]) -> dict[str, Any]:
+    if obj is None:
+        return {}
+    if not isinstance(obj, dict):
+        raise FieldError(path, f"expected an object, got {type(obj).__name__}")
+    return obj
+
+
+def _list(obj: Any, path: tuple[PathPart, ...]) -> list[Any]:
+    if obj is None:
+        return []
+    if not isinstance(obj, list):
+        raise FieldError(path, f"expected a list, got {type(obj).__name__}")
+    return obj
+
+
+def _string_map(obj: Any, path: tuple[PathPart, ...]) -> dict[str, str]:
+    out = {}
+    for k, v in _mapping(obj, path).items():
+        if not isinstance(v, str):
+            raise FieldError((*path, k), f"expected a string, got {type(v).__name__}")
+        out[str(k)] = v
+    return out
+
+
+def _str(obj: Any, path: tuple[PathPart, ...], default: str = "") -> str:
+    if obj is None:
+        return default
+    if not isinstance(obj, str):
+        raise FieldError(path, f"expected a string, got {type(obj).__name__}")
+    return obj
+
+
+def _check_kind(obj: dict[str, Any], expected: str) -> None:
+    kind = obj.get("kind")
+    if kind is not None and kind != expected:
+        raise FieldError(("kind",), f"expected kind {expected}, got {kind!r}")
+
+
+def parse_node(obj: dict[str, Any]) -> Node:
+    _check_kind(obj, "Node")
+    meta = _mapping(obj.get("metadata"), ("metadata",))
+    spec = _mapping(obj.get("spec"), ("spec",))
+    status = _mapping(obj.get("status"), ("status",))
+    name = _str(meta.get("name"), ("metadata", "name"))
+    if not name:
+        raise FieldError(("metadata", "name"), "a Node needs a name")
+    taints = tuple(parse_taints(spec.get("taints"), ("spec", "taints")))
+    conditions: dict[str, str] = {}
+    for i, c in enumerate(_list(status.get("conditions"), ("status", "conditions"))):
+        c = _mapping(c, ("status", "conditions", i))
+        conditions[_str(c.get("type"), ("status", "conditions", i, "type"))] = _str(
+            c.get("status"), ("status", "conditions", i, "status")
+        )
+    capacity = parse_resource_list(status.get("capacity"), ("status", "capacity"))
+    allocatable = (
+        parse_resource_list(status.get("allocatable"), ("status", "allocatable"))
+        if status.get("allocatable") is not None
+        else dict(capacity)
+    )
+    return Node(
+        name=name,
+        labels=_string_map(meta.get("labels"), ("metadata", "labels")),
+        annotations=_string_map(meta.get("annotations"), ("metadata", "annotations")),
+        taints=taints,
+        allocatable=allocatable,
+        capacity=capacity,
+        unschedulable=bool(spec.get("unschedulable", False)),
+        # a node without a Ready condition (e.g. a hand-written fixture) is taken as Ready
+        ready=conditions.get("Ready", "True") == "True",
+        conditions=conditions,
+        raw=obj,
+    )
+
+
+def parse_pod(obj: dict[str, Any]) -> Pod:
+    _check_kind(obj, "Pod")
+    meta = _mapping(obj.get("metadata"), ("metadata",))
+    spec = _mapping(obj.get("spec"), ("spec",))
+    status = _mapping(obj.get("status"), ("status",))
+    name = _str(meta.get("name"), ("metadata", "name")) or _str(
+        meta.get("generateName"), ("metadata", "generateName")
+    )
+    if not name:
+        raise FieldError(("metadata", "name"), "a Pod needs a name")
+
+    affinity = _mapping(spec.get("affinity"), ("spec", "affinity"))
+    priority = spec.get("priority", 0)
+    if priority is None:
+        priority = 0
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise FieldError(("spec", "priority"), f"expected an integer, got {priority!r}")
+    return Pod(
+        name=name,
+        namespace=_str(meta.get("namespace"), ("metadata", "namespace"), "default") or "default",
+        uid=_str(meta.get("uid"), ("metadata", "uid")),
+        labels=_string_map(meta.get("labels"), ("metadata", "labels")),
+        annotations=_string_map(meta.get("annotations"), ("metadata", "annotations")),
+        node_name=_str(spec.get("nodeName"), ("spec", "nodeName")),
+        phase=_str(status.get("phase"), ("status", "phase"), "Pending") or "Pending",
+        priority=priority,
+        priority_class_name=_str(spec.get("priorityClassName"), ("spec", "priorityClassName")),
+        preemption_policy=_str(
+            spec.get("preemptionPolicy"), ("spec", "preemptionPolicy"), "PreemptLowerPriority"
+        ),
+        scheduler_name=_str(spec.get("schedulerName"), ("spec", "schedulerName"))
+        or DEFAULT_SCHEDULER,
+        node_selector=_string_map(spec.get("nodeSelector"), ("spec", "nodeSelector")),
+        node_affinity=parse_node_affinity(
+            affinity.get("nodeAffinity"), ("spec", "affinity", "nodeAffinity")
+        ),
+        tolerations=tuple(parse_tolerations(spec.get("tolerations"), ("spec", "tolerations"))),
+        topology_spread_constraints=parse_topology_spread_constraints(
+            spec.get("topologySpreadConstraints"), ("spec", "topologySpreadConstraints")
+        ),
+        resources=parse_pod_resources(spec, ("spec",)),
+        terminating=meta.get("deletionTimestamp") is not None,
+        creation_timestamp=_str(meta.get("creationTimestamp"), ("metadata", "creationTimestamp")),
+        start_time=_str(status.get("startTime"), ("status", "startTime")),
+        raw=obj,
+    )
+
+
+def split_objects(objs: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Group raw objects by kind (a `kubectl get nodes,pods -o json` List mixes kinds)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for obj in objs:
+        groups.setdefault(str(obj.get("kind", "")), []).append(obj)
+    return groups

@@ -1,0 +1,456 @@
+"""Pod resource requests as kube-scheduler accounts them.
+
+Semantics follow upstream:
+- k8s.io/component-helpers `resource.PodRequests`: regular containers add up; an init container
+  runs alone, so the pod needs the max of the sum and each init container; restartable init
+  containers (sidecars, `restartPolicy: Always`) keep running, so they add to the sum and to
+  every later init container; pod-level requests (PodLevelResources) replace the aggregate for
+  cpu, memory and hugepages-*; pod overhead is added last.
+- API defaulting of a Pod (`SetDefaults_Pod`): a container request left out defaults to its
+  limit; pod-level requests default from limits and container requests (PodLevelResources).
+- kube-scheduler accounting (`framework.Resource`, `PodInfo.CalculateResource`): only cpu,
+  memory, ephemeral-storage and "scalar" names (extended, hugepages-*, *kubernetes.io/*,
+  attachable-volumes-*) are tracked; `NonZeroRequested` counts a missing cpu / memory request
+  as 100m / 200Mi (scoring only).
+
+Amounts are integers in the scheduler's units: cpu in millicores, everything else in base
+units (bytes, counts). Each container's amount is rounded up on parsing; upstream keeps exact
+quantities until the pod total, which only differs for sub-millicore cpu or fractional bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from gpupact.errors import FieldError, PathPart
+from gpupact.kube.quantity import resource_amount
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+HUGEPAGES_PREFIX = "hugepages-"
+ATTACHABLE_VOLUMES_PREFIX = "attachable-volumes-"
+DEFAULT_NAMESPACE_PREFIX = "kubernetes.io/"
+REQUESTS_PREFIX = "requests."  # quota names; an extended resource may not start with it
+RESTART_POLICY_ALWAYS = "Always"
+
+# schedutil.DefaultMilliCPURequest / DefaultMemoryRequest: what a container without a cpu /
+# memory request counts as when scoring (never for the fit filter).
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+NON_ZERO_DEFAULTS: Mapping[str, int] = {
+    CPU: DEFAULT_MILLI_CPU_REQUEST,
+    MEMORY: DEFAULT_MEMORY_REQUEST,
+}
+
+# --- resource name classes (pkg/apis/core/v1/helper) -------------------------------------------
+
+_QUALIFIED_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def is_qualified_name(value: str) -> bool:
+    """apimachinery validation.IsQualifiedName: `[prefix/]name`, prefix a DNS-1123 subdomain
+    (<= 253 chars), name <= 63 chars of alphanumerics, '-', '_', '.' (alphanumeric at the ends)."""
+    parts = value.split("/")
+    if len(parts) == 2:
+        prefix, name = parts
+        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(prefix):
+            return False
+    elif len(parts) == 1:
+        name = parts[0]
+    else:
+        return False
+    return 0 < len(name) <= 63 and _QUALIFIED_NAME_PART.fullmatch(name) is not None
+
+
+def is_hugepages_resource_name(name: str) -> bool:
+    return name.startswith(HUGEPAGES_PREFIX)
+
+
+def is_prefixed_native_resource(name: str) -> bool:
+    """In a *kubernetes.io/ namespace (substring match, as upstream)."""
+    return DEFAULT_NAMESPACE_PREFIX in name
+
+
+def is_native_resource(name: str) -> bool:
+    """Unprefixed names are implicitly in the kubernetes.io/ namespace."""
+    return "/" not in name or DEFAULT_NAMESPACE_PREFIX in name
+
+
+@lru_cache(maxsize=4096)
+def is_extended_resource_name(name: str) -> bool:
+    """A domain-prefixed resource outside *kubernetes.io/ (e.g. nvidia.com/gpu): the only kind
+    NodeResourcesFit's ignoredResources / ignoredResourceGroups can skip."""
+    if is_native_resource(name) or name.startswith(REQUESTS_PREFIX):
+        return False
+    return is_qualified_name(REQUESTS_PREFIX + name)
+
+
+@lru_cache(maxsize=4096)
+def is_scalar_resource_name(name: str) -> bool:
+    """schedutil.IsScalarResourceName: the names `framework.Resource` tracks besides cpu, memory,
+    ephemeral-storage and pods."""
+    return (
+        is_extended_resource_name(name)
+        or name.startswith(HUGEPAGES_PREFIX)
+        or DEFAULT_NAMESPACE_PREFIX in name
+        or name.startswith(ATTACHABLE_VOLUMES_PREFIX)
+    )
+
+
+def is_tracked_resource_name(name: str) -> bool:
+    """Kept by the scheduler's `Resource.Add`: cpu, memory, ephemeral-storage or a scalar."""
+    return name in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource_name(name)
+
+
+def is_supported_pod_level_resource(name: str) -> bool:
+    return name in (CPU, MEMORY) or name.startswith(HUGEPAGES_PREFIX)
+
+
+def is_overcommit_allowed(name: str) -> bool:
+    return is_native_resource(name) and not name.startswith(HUGEPAGES_PREFIX)
+
+
+# --- the objects ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    """A container's resources in scheduler units (requests already defaulted from limits)."""
+
+    name: str = ""
+    requests: Mapping[str, int] = field(default_factory=dict)
+    limits: Mapping[str, int] = field(default_factory=dict)
+    restart_policy: str | None = None
+
+    @property
+    def is_restartable_init(self) -> bool:
+        """A sidecar when listed among init containers."""
+        return self.restart_policy == RESTART_POLICY_ALWAYS
+
+
+@dataclass(frozen=True, slots=True)
+class PodResources:
+    """What PodRequests reads from a PodSpec. `pod_level_requests` is `spec.resources.requests`
+    (None when absent)."""
+
+    containers: tuple[Container, ...] = ()
+    init_containers: tuple[Container, ...] = ()
+    overhead: Mapping[str, int] = field(default_factory=dict)
+    pod_level_requests: Mapping[str, int] | None = None
+
+    @property
+    def has_restartable_init_container(self) -> bool:
+        return any(c.is_restartable_init for c in self.init_containers)
+
+    @property
+    def pod_level_requests_set(self) -> bool:
+        """resource.IsPodLevelRequestsSet: a supported resource is requested at pod level."""
+        return bool(self.pod_level_requests) and any(
+            is_supported_pod_level_resource(name) for name in self.pod_level_requests or ()
+        )
+
+
+# --- aggregation (component-helpers resource.PodRequests) -------------------------------------
+
+
+def _add_into(total: dict[str, int], amounts: Mapping[str, int]) -> None:
+    for name, amount in amounts.items():
+        total[name] = total.get(name, 0) + amount
+
+
+def _max_into(total: dict[str, int], amounts: Mapping[str, int]) -> None:
+    for name, amount in amounts.items():
+        if name not in total or amount > total[name]:
+            total[name] = amount
+
+
+def _fill_missing(
+    amounts: Mapping[str, int], defaults: Mapping[str, int] | None
+) -> Mapping[str, int]:
+    """NonMissingContainerRequests: a resource the container does not list at all (an explicit
+    zero counts as listed) takes the default."""
+    if not defaults or all(name in amounts for name in defaults):
+        return amounts
+    filled = dict(amounts)
+    for name, amount in defaults.items():
+        filled.setdefault(name, amount)
+    return filled
+
+
+def aggregate_containers(
+    containers: Sequence[Container],
+    init_containers: Sequence[Container],
+    pick: Callable[[Container], Mapping[str, int]],
+    defaults: Mapping[str, int] | None = None,
+) -> dict[str, int]:
+    """The KEP-753 formula over one per-container list (`pick` chooses requests or limits):
+    max(sum(containers) + sum(sidecars), max_i(init_i + sidecars started before i))."""
+    total: dict[str, int] = {}
+    for container in containers:
+        _add_into(total, _fill_missing(pick(container), defaults))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for container in init_containers:
+        amounts = _fill_missing(pick(container), defaults)
+        if container.is_restartable_init:
+            # a sidecar keeps running next to everything that starts after it
+            _add_into(total, amounts)
+            _add_into(sidecars, amounts)
+            _max_into(init_peak, sidecars)
+        else:
+            running = dict(amounts)
+            _add_into(running, sidecars)
+            _max_into(init_peak, running)
+    _max_into(total, init_peak)
+    return total
+
+
+def _requests_of(container: Container) -> Mapping[str, int]:
+    return container.requests
+
+
+def _limits_of(container: Container) -> Mapping[str, int]:
+    return container.limits
+
+
+def pod_requests(
+    pod: PodResources,
+    *,
+    pod_level_resources: bool = False,
+    non_missing: Mapping[str, int] | None = None,
+    exclude_overhead: bool = False,
+) -> dict[str, int]:
+    """resource.PodRequests: every requested resource name (zeros kept) -> amount.
+
+    `pod_level_resources` is the PodLevelResources feature gate; `non_missing` fills requests
+    a container does not list (scoring uses NON_ZERO_DEFAULTS)."""
+    total = aggregate_containers(pod.containers, pod.init_containers, _requests_of, non_missing)
+    if pod_level_resources and pod.pod_level_requests_set:
+        for name, amount in (pod.pod_level_requests or {}).items():
+            if is_supported_pod_level_resource(name):
+                total[name] = amount
+    if not exclude_overhead and pod.overhead:
+        _add_into(total, pod.overhead)
+    return total
+
+
+def pod_limits_aggregate(pod: PodResources) -> dict[str, int]:
+    """resource.AggregateContainerLimits (no pod-level limits, no overhead)."""
+    return aggregate_containers(pod.containers, pod.init_containers, _limits_of)
+
+
+def scheduler_view(amounts: Mapping[str, int]) -> dict[str, int]:
+    """Only the names `framework.Resource` keeps (drops pods and unknown unprefixed names)."""
+    return {name: amount for name, amount in amounts.items() if is_tracked_resource_name(name)}
+
+
+def non_zero_requests(pod: PodResources, *, pod_level_resources: bool = False) -> tuple[int, int]:
+    """(milli-cpu, memory) a scheduled pod adds to its node's NonZeroRequested
+    (PodInfo.CalculateResource / getNonMissingContainerRequests)."""
+    requests = pod_requests(pod, pod_level_resources=pod_level_resources)
+    if pod_level_resources and pod.pod_level_requests_set:
+        # with pod-level requests, only a resource requested nowhere gets the default
+        defaults = {
+            name: amount for name, amount in NON_ZERO_DEFAULTS.items() if name not in requests
+        }
+    else:
+        defaults = dict(NON_ZERO_DEFAULTS)
+    if defaults:
+        requests = pod_requests(pod, pod_level_resources=pod_level_resources, non_missing=defaults)
+    return requests.get(CPU, 0), requests.get(MEMORY, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class PodFootprint:
+    """What one scheduled pod adds to its node (fwk.PodResource): real requests in the
+    scheduler's view, plus the non-zero cpu / memory used for scoring."""
+
+    requests: Mapping[str, int]
+    non_zero_cpu: int
+    non_zero_memory: int
+
+
+def pod_footprint(pod: PodResources, *, pod_level_resources: bool = False) -> PodFootprint:
+    requests = scheduler_view(pod_requests(pod, pod_level_resources=pod_level_resources))
+    cpu, memory = non_zero_requests(pod, pod_level_resources=pod_level_resources)
+    return PodFootprint(requests, cpu, memory)
+
+
+# --- a node's side -------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class NodeResources:
+    """A node's allocatable and what its pods requested (framework.NodeInfo, resources only).
+
+    `allocatable` and `requested` hold only tracked names (see `is_tracked_resource_name`);
+    the allocatable pod count is `allowed_pods`."""
+
+    allocatable: dict[str, int] = field(default_factory=dict)
+    allowed_pods: int = 0
+    requested: dict[str, int] = field(default_factory=dict)
+    non_zero_cpu: int = 0
+    non_zero_memory: int = 0
+    pod_count: int = 0
+
+    @classmethod
+    def from_allocatable(
+        cls, allocatable: Mapping[str, Any], path: Sequence[PathPart] = ()
+    ) -> NodeResources:
+        """From a `status.allocatable` ResourceList (quantity strings)."""
+        amounts = parse_resource_list(allocatable, path)
+        return cls(allocatable=scheduler_view(amounts), allowed_pods=amounts.get(PODS, 0))
+
+    def add_pod(self, footprint: PodFootprint) -> None:
+        _add_into(self.requested, footprint.requests)
+        self.non_zero_cpu += footprint.non_zero_cpu
+        self.non_zero_memory += footprint.non_zero_memory
+        self.pod_count += 1
+
+    def remove_pod(self, footprint: PodFootprint) -> None:
+        for name, amount in footprint.requests.items():
+            self.requested[name] = self.requested.get(name, 0) - amount
+        self.non_zero_cpu -= footprint.non_zero_cpu
+        self.non_zero_memory -= footprint.non_zero_memory
+        self.pod_count -= 1
+
+
+def parse_node_resources(node: Any, path: Sequence[PathPart] = ()) -> NodeResources:
+    """From a Node object: `status.allocatable`, or `status.capacity` when allocatable is
+    absent (SetDefaults_NodeStatus)."""
+    body = _mapping(node, path)
+    status = _mapping(body.get("status"), (*path, "status"))
+    key = "allocatable" if status.get("allocatable") is not None else "capacity"
+    return NodeResources.from_allocatable(status.get(key), (*path, "status", key))
+
+
+# --- parsing -----------------------------------------------------------------------------------
+
+
+def _mapping(obj: Any, path: Sequence[PathPart]) -> Mapping[str, Any]:
+    if obj is None:
+        return {}
+    if not isinstance(obj, Mapping):
+        raise FieldError(path, f"expected an object, got {type(obj).__name__}")
+    return obj
+
+
+def _optional_str(obj: Any, path: Sequence[PathPart]) -> str | None:
+    if obj is not None and not isinstance(obj, str):
+        raise FieldError(path, f"expected a string, got {type(obj).__name__}")
+    return obj
+
+
+def parse_resource_list(obj: Any, path: Sequence[PathPart] = ()) -> dict[str, int]:
+    """A ResourceList (`{"cpu": "500m", "nvidia.com/gpu": 1}`) in scheduler units. Quantities
+    must parse and be non-negative (API validation)."""
+    out: dict[str, int] = {}
+    for name, value in _mapping(obj, path).items():
+        where = (*path, name)
+        if not isinstance(name, str) or not name:
+            raise FieldError(where, "resource name must be a non-empty string")
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise FieldError(where, f"expected a quantity, got {value!r}")
+        try:
+            amount = resource_amount(name, value)
+        except ValueError as exc:
+            raise FieldError(where, str(exc)) from None
+        if amount < 0:
+            raise FieldError(where, f"must be greater than or equal to 0, got {value!r}")
+        out[name] = amount
+    return out
+
+
+def parse_container(obj: Any, path: Sequence[PathPart] = ()) -> Container:
+    """A container from its JSON form; `resources.requests` missing a resource that
+    `resources.limits` has defaults to the limit (SetDefaults_Pod)."""
+    body = _mapping(obj, path)
+    name = _optional_str(body.get("name"), (*path, "name")) or ""
+    resources = _mapping(body.get("resources"), (*path, "resources"))
+    requests = parse_resource_list(resources.get("requests"), (*path, "resources", "requests"))
+    limits = parse_resource_list(resources.get("limits"), (*path, "resources", "limits"))
+    for resource, amount in limits.items():
+        requests.setdefault(resource, amount)
+    restart_policy = _optional_str(body.get("restartPolicy"), (*path, "restartPolicy"))
+    return Container(name, requests, limits, restart_policy)
+
+
+def _parse_containers(obj: Any, path: Sequence[PathPart]) -> tuple[Container, ...]:
+    if obj is None:
+        return ()
+    if not isinstance(obj, list):
+        raise FieldError(path, f"expected a list, got {type(obj).__name__}")
+    return tuple(parse_container(item, (*path, i)) for i, item in enumerate(obj))
+
+
+def default_pod_level_requests(
+    containers: Sequence[Container],
+    init_containers: Sequence[Container],
+    requests: Mapping[str, int] | None,
+    limits: Mapping[str, int] | None,
+) -> dict[str, int] | None:
+    """Pod-level requests after API defaulting (defaultHugePagePodLimits, defaultPodRequests):
+    only when pod-level limits are set (or hugepage limits get defaulted), a missing pod-level
+    request takes the containers' aggregate (cpu / memory) or the pod-level limit."""
+    limits = dict(limits or {})
+    if limits or requests:
+        container_limits = aggregate_containers(containers, init_containers, _limits_of)
+        for name, amount in container_limits.items():
+            if (
+                is_hugepages_resource_name(name)
+                and name not in (requests or {})
+                and name not in limits
+            ):
+                limits[name] = amount
+    if not limits:
+        return dict(requests) if requests is not None else None
+    defaulted = dict(requests or {})
+    container_requests = aggregate_containers(containers, init_containers, _requests_of)
+    for name, amount in container_requests.items():
+        if (
+            name not in defaulted
+            and is_supported_pod_level_resource(name)
+            and is_overcommit_allowed(name)
+        ):
+            defaulted[name] = amount
+    for name, amount in limits.items():
+        if name not in defaulted and is_supported_pod_level_resource(name):
+            defaulted[name] = amount
+    if defaulted:
+        return defaulted
+    return dict(requests) if requests is not None else None
+
+
+def parse_pod_resources(spec: Any, path: Sequence[PathPart] = ()) -> PodResources:
+    """The resource parts of a PodSpec (`containers`, `initContainers`, `overhead`,
+    `resources`), with the API server's defaulting applied."""
+    body = _mapping(spec, path)
+    containers = _parse_containers(body.get("containers"), (*path, "containers"))
+    init_containers = _parse_containers(body.get("initContainers"), (*path, "initContainers"))
+    overhead = parse_resource_list(body.get("overhead"), (*path, "overhead"))
+    pod_level = _mapping(body.get("resources"), (*path, "resources"))
+    requests = (
+        parse_resource_list(pod_level["requests"], (*path, "resources", "requests"))
+        if pod_level.get("requests") is not None
+        else None
+    )
+    limits = (
+        parse_resource_list(pod_level["limits"], (*path, "resources", "limits"))
+        if pod_level.get("limits") is not None
+        else None
+    )
+    return PodResources(
+        containers=containers,
+        init_containers=init_containers,
+        overhead=overhead,
+        pod_level_requests=default_pod_level_requests(
+            containers, init_containers, requests, limits
+        ),
+    )
