@@ -1,0 +1,89 @@
+"""`gpupact fit` end to end on the committed example and on bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpupact.cli.main import _register, app
+
+ROOT = Path(__file__).resolve().parents[2]
+POD = ROOT / "examples/fit/pod.yaml"
+CLUSTER = ROOT / "examples/fit/cluster.json"
+
+_register()
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def test_example_explains_every_node() -> None:
+    result = invoke("fit", "-f", str(POD), "--nodes", str(CLUSTER), "-o", "json")
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.output)
+    assert data["fits"] is False
+    assert data["message"] == (
+        "0/4 nodes are available: 1 Insufficient nvidia.com/gpu, "
+        "3 node(s) had untolerated taint(s)."
+    )
+    by_node = {n["node"]: n for n in data["nodes"]}
+    assert by_node["gpu-inf-a100-1"]["plugin"] == "NodeResourcesFit"
+    assert by_node["gpu-inf-a100-1"]["detail"] == "nvidia.com/gpu 1 requested, 8/8 used"
+    assert by_node["gpu-batch-l40s-1"]["detail"] == "untolerated taint workload=batch:NoSchedule"
+
+
+def test_text_output_ends_with_the_scheduler_line() -> None:
+    result = invoke("fit", "-f", str(POD), "--nodes", str(CLUSTER))
+    assert result.exit_code == 1
+    assert result.output.rstrip().endswith(
+        "0/4 nodes are available: 1 Insufficient nvidia.com/gpu, "
+        "3 node(s) had untolerated taint(s)."
+    )
+
+
+def test_pod_fits_once_a_replica_leaves(tmp_path: Path) -> None:
+    cluster = json.loads(CLUSTER.read_text())
+    cluster["items"] = [i for i in cluster["items"] if i["metadata"]["name"] != "cs-agent-llm-0"]
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps(cluster))
+    result = invoke("fit", "-f", str(POD), "--nodes", str(path), "-o", "yaml")
+    assert result.exit_code == 0, result.output
+    assert "feasibleNodes:\n- gpu-inf-a100-1" in result.output
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+            "  - name: c\n    resources:\n      requests:\n        cpu: 2 cores\n",
+            "pod.yaml:9:14: spec.containers[0].resources.requests.cpu: ",
+        ),
+        (
+            "kind: Pod\nmetadata: {name: p}\nspec:\n  tolerations:\n"
+            "  - {key: a, operator: Sometimes, effect: NoSchedule}\n",
+            "pod.yaml:5:24: spec.tolerations[0].operator: ",
+        ),
+        ("kind: Pod\nmetadata: {name: p}\nspec: [\n", "pod.yaml:4:1: malformed YAML"),
+    ],
+)
+def test_bad_pod_is_one_line_exit_2(tmp_path: Path, content: str, expected: str) -> None:
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(content)
+    result = runner.invoke(app, ["fit", "-f", str(pod), "--nodes", str(CLUSTER)])
+    assert result.exit_code == 2
+    line = result.output.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert line.startswith("error: ") and str(pod) in line
+    assert line.split(str(tmp_path) + "/", 1)[1].startswith(expected), line
+
+
+def test_missing_nodes_file_is_exit_2(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["fit", "-f", str(POD), "--nodes", str(tmp_path / "x.json")])
+    assert result.exit_code == 2
+    assert "no such file" in result.output
