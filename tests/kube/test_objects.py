@@ -32,7 +32,11 @@ def test_node_allocatable_falls_back_to_capacity_and_readiness() -> None:
 def test_pod_requests_follow_the_scheduler() -> None:
     pod = parse_pod(
         {
-            "metadata": {"name": "p", "namespace": "ml", "deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "metadata": {
+                "name": "p",
+                "namespace": "ml",
+                "deletionTimestamp": "2026-01-01T00:00:00Z",
+            },
             "spec": {
                 "nodeName": "n1",
                 "priority": 1000,
