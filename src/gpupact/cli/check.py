@@ -1,0 +1,151 @@
+"""`gpupact check`: validate a contract and run the chapter's rules.
+
+Exit 0 when no finding is a warning or worse, 1 when some is, 2 on bad input (every schema
+or reference error printed, one line each, as `error: file:line:col: path: message`).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import typer
+import yaml
+from rich.markup import escape
+
+from gpupact.cli.main import (
+    EXIT_BAD_INPUT,
+    EXIT_FINDINGS,
+    EXIT_OK,
+    Output,
+    app,
+    stderr,
+    stdout,
+    user_errors,
+)
+from gpupact.contract import (
+    ContractInvalid,
+    Finding,
+    LoadedContract,
+    Severity,
+    check,
+    load_contract,
+)
+from gpupact.errors import InputError
+
+_STYLE = {Severity.error: "bold red", Severity.warning: "yellow", Severity.info: "cyan"}
+
+
+@app.command("check")
+@user_errors
+def check_command(
+    file: str | None = typer.Argument(None, help="Contract file (YAML or JSON)."),
+    file_option: str | None = typer.Option(None, "-f", "--file", help="Contract file."),
+    output: Output = typer.Option(Output.text, "-o", "--output", help="Output format."),
+    now: str | None = typer.Option(
+        None, "--now", help="Evaluate expiries at this ISO 8601 time (default: now, UTC)."
+    ),
+) -> None:
+    """Check a contract: schema, references, then the chapter's rules as findings."""
+    path = _one_file(file, file_option)
+    moment = parse_now(now) if now is not None else datetime.now(UTC)  # the one clock read
+    try:
+        loaded = load_contract(path)
+    except ContractInvalid as err:
+        for error in err.errors:
+            stderr.print(f"error: {error}", markup=False, highlight=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    findings = check(loaded.contract, moment)
+    report = check_report(loaded, findings, moment)
+    if output is Output.text:
+        _render_text(report)
+    elif output is Output.json:
+        stdout.out(json.dumps(report, indent=2, ensure_ascii=False), highlight=False)
+    else:
+        stdout.out(
+            yaml.safe_dump(report, sort_keys=False, allow_unicode=True).rstrip(), highlight=False
+        )
+    failing = any(f.severity is not Severity.info for f in findings)
+    raise typer.Exit(EXIT_FINDINGS if failing else EXIT_OK)
+
+
+def parse_now(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InputError(
+            f"--now: expected an ISO 8601 timestamp such as 2025-11-11T00:00:00Z, got {text!r}"
+        ) from None
+    if moment.tzinfo is None:
+        raise InputError(f"--now: {text!r} has no timezone; add one, e.g. 'Z'")
+    return moment
+
+
+def check_report(loaded: LoadedContract, findings: list[Finding], now: datetime) -> dict[str, Any]:
+    """What every output format shows: findings located in the file, worst first."""
+    rows = []
+    for finding in findings:
+        pos = loaded.locate(finding.path)
+        row = finding.to_dict()
+        row["file"] = loaded.file
+        row["line"], row["column"] = pos if pos else (None, None)
+        rows.append(row)
+    rows.sort(key=lambda r: (Severity(r["severity"]).rank, r["line"] or 0, r["column"] or 0))
+    counts = {s.value: sum(1 for f in findings if f.severity is s) for s in Severity}
+    contract = loaded.contract
+    return {
+        "contract": contract.metadata.name,
+        "file": loaded.file,
+        "now": now.isoformat(),
+        "counts": {
+            "pools": len(contract.pools),
+            "classes": len(contract.classes),
+            "tenants": len(contract.tenants),
+            "services": len(contract.services),
+            "jobs": len(contract.jobs),
+        },
+        "summary": counts,
+        "findings": rows,
+    }
+
+
+def _render_text(report: dict[str, Any]) -> None:
+    findings = report["findings"]
+    width = max((len(f["rule"]) for f in findings), default=0)
+    for f in findings:
+        severity = Severity(f["severity"])
+        where = f"{f['file']}:{f['line']}:{f['column']}" if f["line"] else f["file"]
+        stdout.print(
+            f"[{_STYLE[severity]}]{severity.value:<7}[/] {escape(f['rule']):<{width}}  "
+            f"{escape(where)}  [dim]{escape(f['path'])}[/]",
+            highlight=False,
+        )
+        stdout.print(f"        {escape(f['subject'])}: {escape(f['message'])}", highlight=False)
+        stdout.print(f"        [green]fix:[/] {escape(f['fix'])}", highlight=False)
+    c, s = report["counts"], report["summary"]
+    inventory = ", ".join(_plural(c[key], key) for key in c)
+    if not findings:
+        stdout.print(f"contract {escape(report['contract'])}: ok ({inventory})", highlight=False)
+        return
+    stdout.print(
+        f"contract {escape(report['contract'])}: {_plural(s['error'], 'errors')}, "
+        f"{_plural(s['warning'], 'warnings')}, {s['info']} info ({inventory})",
+        highlight=False,
+    )
+
+
+def _plural(count: int, noun: str) -> str:
+    """`1 job`, `2 jobs`, `1 class`; `noun` is the plural."""
+    if count != 1:
+        return f"{count} {noun}"
+    return f"1 {noun[:-2] if noun.endswith('sses') else noun[:-1]}"
+
+
+def _one_file(argument: str | None, option: str | None) -> str:
+    if argument and option:
+        raise InputError("give the contract file once: as an argument or with -f, not both")
+    path = argument or option
+    if not path:
+        raise InputError("missing contract file: gpupact check CONTRACT.yaml")
+    return path

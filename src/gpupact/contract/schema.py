@@ -1,0 +1,610 @@
+"""The compute contract as typed, frozen pydantic models.
+
+YAML keys are camelCase (`gpusPerPod`, `costCenter`); Python attributes are snake_case. Unknown
+keys are errors. Each model checks only itself; references between sections (a service's
+class, a quota's pool) are checked and resolved by `links.py`, after which the optional
+fields it documents as "resolved" are never None. A compiler walks `Contract.pools`,
+`.classes`, `.tenants`, `.services` and `.jobs` in file order.
+
+Capacity units: a pool's "devices" are what pods request (`nvidia.com/gpu`, or one MIG
+instance): physical GPUs x `Sharing.devices_per_gpu`. Quotas and `gpusPerPod` count devices.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    Strict,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from gpupact.contract.units import (
+    Sharing,
+    format_duration,
+    format_millicpu,
+    parse_bytes,
+    parse_cron,
+    parse_duration,
+    parse_instant,
+    parse_millicpu,
+    parse_params,
+    parse_percent,
+    parse_quantity_text,
+    parse_sharing,
+)
+
+API_VERSION = "gpupact.io/v1alpha1"
+KIND = "Contract"
+
+# --- field types --------------------------------------------------------------------------
+
+_DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_VALUE_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+def _dns_label(value: Any) -> str:
+    if not isinstance(value, str) or len(value) > 63 or not _DNS_LABEL_RE.match(value):
+        raise ValueError(
+            f"must be a DNS-1123 label (lowercase letters, digits and '-', at most 63 "
+            f"characters, starting and ending with a letter or digit), got {value!r}"
+        )
+    return value
+
+
+def _label_value(value: Any) -> str:
+    if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE_RE.match(value):
+        raise ValueError(
+            f"must be a Kubernetes label value (letters, digits, '-', '_', '.', at most 63 "
+            f"characters), got {value!r}"
+        )
+    return value
+
+
+Name = Annotated[str, BeforeValidator(_dns_label)]
+LabelValue = Annotated[str, BeforeValidator(_label_value)]
+Text = Annotated[str, Strict(), Field(min_length=1)]
+Count = Annotated[int, Strict(), Field(ge=0)]
+Positive = Annotated[int, Strict(), Field(ge=1)]
+Duration = Annotated[
+    timedelta,
+    BeforeValidator(parse_duration),
+    PlainSerializer(format_duration, return_type=str, when_used="json"),
+]
+Instant = Annotated[datetime, BeforeValidator(parse_instant)]
+Bytes = Annotated[int, BeforeValidator(parse_bytes)]
+MilliCPU = Annotated[
+    int,
+    BeforeValidator(parse_millicpu),
+    PlainSerializer(format_millicpu, return_type=str, when_used="json"),
+]
+QuantityText = Annotated[str, BeforeValidator(parse_quantity_text)]
+Percent = Annotated[int, BeforeValidator(parse_percent)]
+Params = Annotated[int, BeforeValidator(parse_params)]
+Cron = Annotated[str, BeforeValidator(parse_cron)]
+SharingMode = Annotated[
+    Sharing, BeforeValidator(parse_sharing), PlainSerializer(str, return_type=str)
+]
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        alias_generator=to_camel,
+        validate_by_alias=True,
+        validate_by_name=False,
+        serialize_by_alias=True,
+    )
+
+
+class LatencyTier(StrEnum):
+    """Table 43-1's latency column: ms-s, minutes-hours, hours-days."""
+
+    seconds = "seconds"
+    minutes = "minutes"
+    hours = "hours"
+
+
+class Quantization(StrEnum):
+    fp32 = "fp32"
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp8 = "fp8"
+    int8 = "int8"
+    int4 = "int4"
+
+    @property
+    def bits(self) -> int:
+        return {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}[self.value]
+
+
+class BusinessPriority(StrEnum):
+    critical = "critical"
+    high = "high"
+    medium = "medium"
+    low = "low"
+
+
+class GangScope(StrEnum):
+    """What must start together. `replica`: the pods of one replica (tensorParallel /
+    gpusPerPod of them; one PodGroup per replica). `service`: every pod of the minimum
+    replica count. `none`: pods start one by one."""
+
+    none = "none"
+    replica = "replica"
+    service = "service"
+
+
+# --- metadata -----------------------------------------------------------------------------
+
+
+class Metadata(Model):
+    name: Name
+    description: str | None = None
+
+
+# --- pools --------------------------------------------------------------------------------
+
+_MODEL_MEMORY_RE = re.compile(r"-(\d+)g$")
+
+
+class GpuSpec(Model):
+    """The GPU of every node in a pool (labels `gpu.model`, `gpu.topology`)."""
+
+    model: LabelValue  # e.g. a100-80g, h100-80g
+    product: LabelValue | None = None  # the real nvidia.com/gpu.product, if known
+    memory: Bytes | None = None  # per GPU; defaults from a `-<N>g` model suffix (N GiB)
+    per_node: Positive = 8
+    topology: LabelValue | None = None  # e.g. nvlink-8, pcie
+
+    @model_validator(mode="after")
+    def _memory_from_model(self) -> GpuSpec:
+        if self.memory is None:
+            m = _MODEL_MEMORY_RE.search(self.model)
+            if not m:
+                raise ValueError(
+                    f"gpu.memory is required when gpu.model ({self.model!r}) does not end in "
+                    f"'-<N>g', e.g. memory: 48Gi"
+                )
+            object.__setattr__(self, "memory", int(m.group(1)) * 2**30)
+        return self
+
+    @property
+    def nvlink_domain(self) -> int:
+        """GPUs joined by NVLink: `nvlink-<n>` gives n, plain `nvlink` the whole node, else 0."""
+        topo = self.topology or ""
+        if topo == "nvlink":
+            return self.per_node
+        if topo.startswith("nvlink-") and topo[7:].isdigit():
+            return int(topo[7:])
+        return 0
+
+
+class NodeRange(Model):
+    min: Count = 0
+    max: Count
+
+    @field_validator("max")
+    @classmethod
+    def _max_not_below_min(cls, value: int, info: ValidationInfo) -> int:
+        low = info.data.get("min")
+        if low is not None and value < low:
+            raise ValueError(f"max ({value}) must not be below min ({low})")
+        return value
+
+
+class NodeShape(Model):
+    cpu: MilliCPU | None = None
+    memory: Bytes | None = None
+
+
+class ColdStart(Model):
+    """Phases between "scale up" and "serving" (43.4): each a duration, 0 when unknown."""
+
+    provision: Duration = timedelta(0)
+    driver: Duration = timedelta(0)
+    device_plugin: Duration = timedelta(0)
+    image_pull: Duration = timedelta(0)
+    model_load: Duration = timedelta(0)
+
+    @property
+    def total(self) -> timedelta:
+        return self.provision + self.driver + self.device_plugin + self.image_pull + self.model_load
+
+
+class Window(Model):
+    """A time window: fixed (`start` + `end`) or recurring (`schedule` cron + `duration`)."""
+
+    start: Instant | None = None
+    end: Instant | None = None
+    schedule: Cron | None = None
+    duration: Duration | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Window:
+        fixed = self.start is not None or self.end is not None
+        recurring = self.schedule is not None or self.duration is not None
+        if fixed == recurring:
+            raise ValueError("give either start and end, or schedule and duration")
+        if fixed and (self.start is None or self.end is None):
+            raise ValueError("a fixed window needs both start and end")
+        if recurring and (self.schedule is None or self.duration is None):
+            raise ValueError("a recurring window needs both schedule and duration")
+        if fixed and self.end <= self.start:  # type: ignore[operator]
+            raise ValueError("end must be after start")
+        return self
+
+
+class PreWarm(Window):
+    """Keep at least `minNodes` nodes up during the window (peaks are pre-warmed, 43.4)."""
+
+    name: Name | None = None
+    min_nodes: Positive
+
+
+class Pool(Model):
+    name: Name
+    gpu: GpuSpec
+    nodes: NodeRange
+    sharing: SharingMode = Sharing("exclusive")
+    # Classes admitted. The first names the taint `workload=<class>:NoSchedule` (a node has
+    # one taint per key and effect); every listed class tolerates it.
+    classes: list[Name] = Field(default_factory=list)
+    cold_start: ColdStart = ColdStart()
+    pre_warm: list[PreWarm] = Field(default_factory=list)
+    zones: list[LabelValue] = Field(default_factory=list)
+    node: NodeShape | None = None
+
+    @property
+    def devices_per_node(self) -> int:
+        return self.gpu.per_node * self.sharing.devices_per_gpu
+
+    @property
+    def max_devices(self) -> int:
+        return self.nodes.max * self.devices_per_node
+
+    @property
+    def device_memory(self) -> int:
+        return self.sharing.device_memory(self.gpu.memory or 0)
+
+    @property
+    def taint(self) -> tuple[str, str, str] | None:
+        """(key, value, effect) of the pool's workload taint."""
+        return ("workload", self.classes[0], "NoSchedule") if self.classes else None
+
+    def node_labels(self) -> dict[str, str]:
+        """Table 43-2's labels for the pool's nodes."""
+        labels = {"nodepool": self.name, "gpu.model": self.gpu.model}
+        if self.gpu.topology:
+            labels["gpu.topology"] = self.gpu.topology
+        if self.classes:
+            labels["workload"] = self.classes[0]
+        if self.gpu.product:
+            labels["nvidia.com/gpu.product"] = self.gpu.product
+        return labels
+
+
+# --- classes ------------------------------------------------------------------------------
+
+# Table 43-1, so that `- name: batch` is a complete class. Priorities are PriorityClass
+# values; queue waits are starting points for the promise, to be tuned per platform.
+KNOWN_CLASSES: dict[str, dict[str, Any]] = {
+    "online-infer": {
+        "latency": "seconds",
+        "priority": 100000,
+        "preemptible": False,
+        "gang": False,
+        "headroom": "20%",
+        "maxQueueWait": "30s",
+    },
+    "burst": {
+        "latency": "seconds",
+        "priority": 90000,
+        "preemptible": False,
+        "gang": False,
+        "headroom": "20%",
+        "maxQueueWait": "5m",
+    },
+    "fine-tune": {
+        "latency": "hours",
+        "priority": 10000,
+        "preemptible": True,
+        "gang": True,
+        "maxQueueWait": "4h",
+    },
+    "batch": {
+        "latency": "minutes",
+        "priority": 1000,
+        "preemptible": True,
+        "gang": False,
+        "maxQueueWait": "8h",
+    },
+}
+
+
+class WorkloadClass(Model):
+    name: Name
+    description: str | None = None
+    latency: LatencyTier
+    priority: Annotated[int, Strict(), Field(ge=-(2**31), le=10**9)]
+    preemptible: bool = False
+    gang: bool = False
+    # Pools this class may use, in order of preference. Resolved: defaults to every pool
+    # whose `classes` admit it, in file order.
+    pools: list[Name] = Field(default_factory=list)
+    headroom: Percent | None = None  # resolved: 20% for online classes, else 0%
+    max_queue_wait: Duration | None = None  # the promise: GPUs within this long
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_defaults(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("name") in KNOWN_CLASSES:
+            return {**KNOWN_CLASSES[data["name"]], **data}
+        return data
+
+    @model_validator(mode="after")
+    def _default_headroom(self) -> WorkloadClass:
+        if self.headroom is None:
+            object.__setattr__(self, "headroom", 20 if self.online else 0)
+        return self
+
+    @property
+    def online(self) -> bool:
+        """Latency-sensitive and protected: the traffic the chapter says to guard first."""
+        return self.latency is LatencyTier.seconds and not self.preemptible
+
+
+# --- tenants ------------------------------------------------------------------------------
+
+
+class Quota(Model):
+    """Kueue-style quota of one tenant on one pool, in devices."""
+
+    pool: Name
+    gpus: Count  # nominalQuota
+    borrowing_limit: Count | None = None
+    lending_limit: Count | None = None
+
+    @field_validator("lending_limit")
+    @classmethod
+    def _lend_within_nominal(cls, value: int | None, info: ValidationInfo) -> int | None:
+        gpus = info.data.get("gpus")
+        if value is not None and gpus is not None and value > gpus:
+            raise ValueError(f"lendingLimit ({value}) must not exceed gpus ({gpus})")
+        return value
+
+
+class Raise(Model):
+    """A temporary quota raise; `expires` is required by rule, not by schema, so that a
+    missing one is reported with a fix instead of stopping the check."""
+
+    pool: Name
+    gpus: Positive
+    reason: Text
+    expires: Instant | None = None
+
+    def active(self, now: datetime) -> bool:
+        return self.expires is None or self.expires > now
+
+
+class Tenant(Model):
+    name: Name
+    owner: Text | None = None
+    cost_center: Text | None = None
+    cohort: Name | None = None
+    quotas: list[Quota] = Field(default_factory=list)
+    raises: list[Raise] = Field(default_factory=list)
+
+    def quota(self, pool: str) -> Quota | None:
+        return next((q for q in self.quotas if q.pool == pool), None)
+
+
+# --- services and jobs --------------------------------------------------------------------
+
+
+class ModelSpec(Model):
+    name: Text
+    params: Params
+    quantization: Quantization = Quantization.fp16
+
+    @property
+    def weight_bytes(self) -> int:
+        """Weights only: params x bits / 8 (no KV cache, activations or runtime overhead)."""
+        return self.params * self.quantization.bits // 8
+
+
+class Percentiles(Model):
+    p50: Positive
+    p95: Positive | None = None
+    p99: Positive | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Percentiles:
+        values = [v for v in (self.p50, self.p95, self.p99) if v is not None]
+        if values != sorted(values):
+            raise ValueError("percentiles must not decrease (p50 <= p95 <= p99)")
+        return self
+
+
+class TokenProfile(Model):
+    input: Percentiles | None = None
+    output: Percentiles | None = None
+
+
+class Replicas(Model):
+    min: Count = 1
+    max: Count | None = None  # resolved: defaults to min
+
+    @field_validator("max")
+    @classmethod
+    def _max_not_below_min(cls, value: int | None, info: ValidationInfo) -> int | None:
+        low = info.data.get("min")
+        if value is not None and low is not None and value < low:
+            raise ValueError(f"max ({value}) must not be below min ({low})")
+        return value
+
+    @model_validator(mode="after")
+    def _default_max(self) -> Replicas:
+        if self.max is None:
+            object.__setattr__(self, "max", self.min)
+        return self
+
+    @property
+    def upper(self) -> int:
+        return self.min if self.max is None else self.max
+
+
+class GpuRequirement(Model):
+    model: LabelValue | None = None  # required gpu.model; picks the pool when several fit
+    nvlink: bool = False  # the replica's GPUs must share one NVLink domain
+
+
+class LoadTest(Model):
+    """Evidence that sharing does not break the SLO (43.1): a report reference."""
+
+    report: Text
+    date: Instant | None = None
+    sharing: SharingMode | None = None  # what was tested; must match the pool when given
+
+
+class Resources(Model):
+    """Explicit per-pod requests/limits, passed to the pod spec as written."""
+
+    requests: dict[str, QuantityText] = Field(default_factory=dict)
+    limits: dict[str, QuantityText] = Field(default_factory=dict)
+
+    def gpu_amount(self) -> tuple[str, str] | None:
+        """(resource, quantity) of the GPU resource declared, limits first."""
+        for table in (self.limits, self.requests):
+            for key, value in table.items():
+                if is_gpu_resource(key):
+                    return key, value
+        return None
+
+
+def is_gpu_resource(name: str) -> bool:
+    return name == "nvidia.com/gpu" or name.startswith("nvidia.com/mig-")
+
+
+class Service(Model):
+    """A long-running model service: the onboarding declaration of 43.1 plus its model."""
+
+    name: Name
+    workload_class: Name = Field(alias="class")
+    tenant: Name | None = None
+    owner: Text | None = None  # resolved: falls back to the tenant's
+    cost_center: Text | None = None  # resolved: falls back to the tenant's
+    pool: Name | None = None  # resolved: first of the class's pools matching `gpu`
+    gpu: GpuRequirement = GpuRequirement()
+    model: ModelSpec | None = None
+    concurrency: Positive | None = None
+    context_length: Positive | None = None
+    tokens: TokenProfile | None = None
+    run_window: Window | None = None  # None: always on
+    replicas: Replicas = Replicas()
+    tensor_parallel: Positive = 1
+    gpus_per_pod: Positive | None = None  # resolved: from resources, else 1
+    gang: GangScope | None = None  # resolved: `replica` if the class is gang, else `none`
+    preemptible: bool | None = None  # resolved: the class's
+    cold_start: Duration | None = None
+    priority: BusinessPriority | None = None
+    headroom: Percent | None = None  # overrides the class's
+    expires: Instant | None = None
+    load_test: LoadTest | None = None
+    resources: Resources | None = None
+
+    @property
+    def pods_per_replica(self) -> int:
+        return self.tensor_parallel // (self.gpus_per_pod or 1)
+
+    @property
+    def min_member(self) -> int | None:
+        """Pods that must start together (a PodGroup's minMember), None without a gang."""
+        if self.gang is GangScope.replica:
+            return self.pods_per_replica
+        if self.gang is GangScope.service:
+            return max(self.replicas.min, 1) * self.pods_per_replica
+        return None
+
+
+class Job(Model):
+    """A batch, evaluation or fine-tuning submission, admitted through the tenant's queue."""
+
+    name: Name
+    tenant: Name
+    workload_class: Name = Field(alias="class")
+    pool: Name | None = None  # resolved: the class's first pool
+    queue: Name | None = None  # resolved: `<tenant>-<class>`
+    owner: Text | None = None  # resolved: falls back to the tenant's
+    cost_center: Text | None = None  # resolved: falls back to the tenant's
+    pods: Positive = 1
+    gpus_per_pod: Positive | None = None  # resolved: from resources, else 1
+    min_member: Positive | None = None  # resolved: `pods` for a gang class, else 1
+    duration: Duration | None = None  # estimated run time
+    schedule: Cron | None = None
+    resources: Resources | None = None
+
+    @field_validator("min_member")
+    @classmethod
+    def _within_pods(cls, value: int | None, info: ValidationInfo) -> int | None:
+        pods = info.data.get("pods")
+        if value is not None and pods is not None and value > pods:
+            raise ValueError(f"minMember ({value}) must not exceed pods ({pods})")
+        return value
+
+    @property
+    def gpus(self) -> int:
+        return self.pods * (self.gpus_per_pod or 1)
+
+
+# --- the contract -------------------------------------------------------------------------
+
+
+class Contract(Model):
+    api_version: Literal["gpupact.io/v1alpha1"]
+    kind: Literal["Contract"]
+    metadata: Metadata
+    pools: list[Pool] = Field(default_factory=list)
+    classes: list[WorkloadClass] = Field(default_factory=list)
+    tenants: list[Tenant] = Field(default_factory=list)
+    services: list[Service] = Field(default_factory=list)
+    jobs: list[Job] = Field(default_factory=list)
+
+    def pool(self, name: str) -> Pool:
+        return _named(self.pools, name, "pool")
+
+    def workload_class(self, name: str) -> WorkloadClass:
+        return _named(self.classes, name, "class")
+
+    def tenant(self, name: str) -> Tenant:
+        return _named(self.tenants, name, "tenant")
+
+
+def _named(items: list[Any], name: str, what: str) -> Any:
+    for item in items:
+        if item.name == name:
+            return item
+    raise KeyError(f"no {what} named {name!r}")
+
+
+def all_field_names() -> frozenset[str]:
+    """Every YAML key the schema knows, for "did you mean" hints."""
+    names: set[str] = set()
+    todo: list[type[Model]] = [Model]
+    while todo:
+        model = todo.pop()
+        todo.extend(model.__subclasses__())
+        names.update(info.alias or name for name, info in model.model_fields.items())
+    return frozenset(names)
