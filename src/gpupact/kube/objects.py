@@ -11,7 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpupact.errors import FieldError, PathPart
+from gpupact.errors import FieldError
+from gpupact.kube.fields import integer, optional_list, optional_mapping, string, string_map
 from gpupact.kube.requests import (
     PodFootprint,
     PodResources,
@@ -96,39 +97,6 @@ class Pod:
 # --- parsing ----------------------------------------------------------------------------
 
 
-def _mapping(obj: Any, path: tuple[PathPart, ...]) -> dict[str, Any]:
-    if obj is None:
-        return {}
-    if not isinstance(obj, dict):
-        raise FieldError(path, f"expected an object, got {type(obj).__name__}")
-    return obj
-
-
-def _list(obj: Any, path: tuple[PathPart, ...]) -> list[Any]:
-    if obj is None:
-        return []
-    if not isinstance(obj, list):
-        raise FieldError(path, f"expected a list, got {type(obj).__name__}")
-    return obj
-
-
-def _string_map(obj: Any, path: tuple[PathPart, ...]) -> dict[str, str]:
-    out = {}
-    for k, v in _mapping(obj, path).items():
-        if not isinstance(v, str):
-            raise FieldError((*path, k), f"expected a string, got {type(v).__name__}")
-        out[str(k)] = v
-    return out
-
-
-def _str(obj: Any, path: tuple[PathPart, ...], default: str = "") -> str:
-    if obj is None:
-        return default
-    if not isinstance(obj, str):
-        raise FieldError(path, f"expected a string, got {type(obj).__name__}")
-    return obj
-
-
 def _check_kind(obj: dict[str, Any], expected: str) -> None:
     kind = obj.get("kind")
     if kind is not None and kind != expected:
@@ -137,17 +105,17 @@ def _check_kind(obj: dict[str, Any], expected: str) -> None:
 
 def parse_node(obj: dict[str, Any]) -> Node:
     _check_kind(obj, "Node")
-    meta = _mapping(obj.get("metadata"), ("metadata",))
-    spec = _mapping(obj.get("spec"), ("spec",))
-    status = _mapping(obj.get("status"), ("status",))
-    name = _str(meta.get("name"), ("metadata", "name"))
+    meta = optional_mapping(obj.get("metadata"), ("metadata",))
+    spec = optional_mapping(obj.get("spec"), ("spec",))
+    status = optional_mapping(obj.get("status"), ("status",))
+    name = string(meta.get("name"), ("metadata", "name"))
     if not name:
         raise FieldError(("metadata", "name"), "a Node needs a name")
     taints = tuple(parse_taints(spec.get("taints"), ("spec", "taints")))
     conditions: dict[str, str] = {}
-    for i, c in enumerate(_list(status.get("conditions"), ("status", "conditions"))):
-        c = _mapping(c, ("status", "conditions", i))
-        conditions[_str(c.get("type"), ("status", "conditions", i, "type"))] = _str(
+    for i, c in enumerate(optional_list(status.get("conditions"), ("status", "conditions"))):
+        c = optional_mapping(c, ("status", "conditions", i))
+        conditions[string(c.get("type"), ("status", "conditions", i, "type"))] = string(
             c.get("status"), ("status", "conditions", i, "status")
         )
     capacity = parse_resource_list(status.get("capacity"), ("status", "capacity"))
@@ -158,8 +126,8 @@ def parse_node(obj: dict[str, Any]) -> Node:
     )
     return Node(
         name=name,
-        labels=_string_map(meta.get("labels"), ("metadata", "labels")),
-        annotations=_string_map(meta.get("annotations"), ("metadata", "annotations")),
+        labels=string_map(meta.get("labels"), ("metadata", "labels")),
+        annotations=string_map(meta.get("annotations"), ("metadata", "annotations")),
         taints=taints,
         allocatable=allocatable,
         capacity=capacity,
@@ -173,37 +141,33 @@ def parse_node(obj: dict[str, Any]) -> Node:
 
 def parse_pod(obj: dict[str, Any]) -> Pod:
     _check_kind(obj, "Pod")
-    meta = _mapping(obj.get("metadata"), ("metadata",))
-    spec = _mapping(obj.get("spec"), ("spec",))
-    status = _mapping(obj.get("status"), ("status",))
-    name = _str(meta.get("name"), ("metadata", "name")) or _str(
+    meta = optional_mapping(obj.get("metadata"), ("metadata",))
+    spec = optional_mapping(obj.get("spec"), ("spec",))
+    status = optional_mapping(obj.get("status"), ("status",))
+    name = string(meta.get("name"), ("metadata", "name")) or string(
         meta.get("generateName"), ("metadata", "generateName")
     )
     if not name:
         raise FieldError(("metadata", "name"), "a Pod needs a name")
 
-    affinity = _mapping(spec.get("affinity"), ("spec", "affinity"))
-    priority = spec.get("priority", 0)
-    if priority is None:
-        priority = 0
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise FieldError(("spec", "priority"), f"expected an integer, got {priority!r}")
+    affinity = optional_mapping(spec.get("affinity"), ("spec", "affinity"))
+    priority = integer(spec.get("priority"), ("spec", "priority"))
     return Pod(
         name=name,
-        namespace=_str(meta.get("namespace"), ("metadata", "namespace"), "default") or "default",
-        uid=_str(meta.get("uid"), ("metadata", "uid")),
-        labels=_string_map(meta.get("labels"), ("metadata", "labels")),
-        annotations=_string_map(meta.get("annotations"), ("metadata", "annotations")),
-        node_name=_str(spec.get("nodeName"), ("spec", "nodeName")),
-        phase=_str(status.get("phase"), ("status", "phase"), "Pending") or "Pending",
+        namespace=string(meta.get("namespace"), ("metadata", "namespace"), "default") or "default",
+        uid=string(meta.get("uid"), ("metadata", "uid")),
+        labels=string_map(meta.get("labels"), ("metadata", "labels")),
+        annotations=string_map(meta.get("annotations"), ("metadata", "annotations")),
+        node_name=string(spec.get("nodeName"), ("spec", "nodeName")),
+        phase=string(status.get("phase"), ("status", "phase"), "Pending") or "Pending",
         priority=priority,
-        priority_class_name=_str(spec.get("priorityClassName"), ("spec", "priorityClassName")),
-        preemption_policy=_str(
+        priority_class_name=string(spec.get("priorityClassName"), ("spec", "priorityClassName")),
+        preemption_policy=string(
             spec.get("preemptionPolicy"), ("spec", "preemptionPolicy"), "PreemptLowerPriority"
         ),
-        scheduler_name=_str(spec.get("schedulerName"), ("spec", "schedulerName"))
+        scheduler_name=string(spec.get("schedulerName"), ("spec", "schedulerName"))
         or DEFAULT_SCHEDULER,
-        node_selector=_string_map(spec.get("nodeSelector"), ("spec", "nodeSelector")),
+        node_selector=string_map(spec.get("nodeSelector"), ("spec", "nodeSelector")),
         node_affinity=parse_node_affinity(
             affinity.get("nodeAffinity"), ("spec", "affinity", "nodeAffinity")
         ),
@@ -213,8 +177,8 @@ def parse_pod(obj: dict[str, Any]) -> Pod:
         ),
         resources=parse_pod_resources(spec, ("spec",)),
         terminating=meta.get("deletionTimestamp") is not None,
-        creation_timestamp=_str(meta.get("creationTimestamp"), ("metadata", "creationTimestamp")),
-        start_time=_str(status.get("startTime"), ("status", "startTime")),
+        creation_timestamp=string(meta.get("creationTimestamp"), ("metadata", "creationTimestamp")),
+        start_time=string(status.get("startTime"), ("status", "startTime")),
         raw=obj,
     )
 

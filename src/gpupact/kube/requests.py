@@ -20,14 +20,15 @@ quantities until the pod total, which only differs for sub-millicore cpu or frac
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from gpupact.errors import FieldError, PathPart
+from gpupact.kube.fields import optional_list, optional_mapping, optional_string, string
 from gpupact.kube.quantity import resource_amount
+from gpupact.kube.validation import is_qualified_name
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -49,24 +50,6 @@ NON_ZERO_DEFAULTS: Mapping[str, int] = {
 }
 
 # --- resource name classes (pkg/apis/core/v1/helper) -------------------------------------------
-
-_QUALIFIED_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-
-
-def is_qualified_name(value: str) -> bool:
-    """apimachinery validation.IsQualifiedName: `[prefix/]name`, prefix a DNS-1123 subdomain
-    (<= 253 chars), name <= 63 chars of alphanumerics, '-', '_', '.' (alphanumeric at the ends)."""
-    parts = value.split("/")
-    if len(parts) == 2:
-        prefix, name = parts
-        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(prefix):
-            return False
-    elif len(parts) == 1:
-        name = parts[0]
-    else:
-        return False
-    return 0 < len(name) <= 63 and _QUALIFIED_NAME_PART.fullmatch(name) is not None
 
 
 def is_hugepages_resource_name(name: str) -> bool:
@@ -325,8 +308,8 @@ class NodeResources:
 def parse_node_resources(node: Any, path: Sequence[PathPart] = ()) -> NodeResources:
     """From a Node object: `status.allocatable`, or `status.capacity` when allocatable is
     absent (SetDefaults_NodeStatus)."""
-    body = _mapping(node, path)
-    status = _mapping(body.get("status"), (*path, "status"))
+    body = optional_mapping(node, path)
+    status = optional_mapping(body.get("status"), (*path, "status"))
     key = "allocatable" if status.get("allocatable") is not None else "capacity"
     return NodeResources.from_allocatable(status.get(key), (*path, "status", key))
 
@@ -334,25 +317,11 @@ def parse_node_resources(node: Any, path: Sequence[PathPart] = ()) -> NodeResour
 # --- parsing -----------------------------------------------------------------------------------
 
 
-def _mapping(obj: Any, path: Sequence[PathPart]) -> Mapping[str, Any]:
-    if obj is None:
-        return {}
-    if not isinstance(obj, Mapping):
-        raise FieldError(path, f"expected an object, got {type(obj).__name__}")
-    return obj
-
-
-def _optional_str(obj: Any, path: Sequence[PathPart]) -> str | None:
-    if obj is not None and not isinstance(obj, str):
-        raise FieldError(path, f"expected a string, got {type(obj).__name__}")
-    return obj
-
-
 def parse_resource_list(obj: Any, path: Sequence[PathPart] = ()) -> dict[str, int]:
     """A ResourceList (`{"cpu": "500m", "nvidia.com/gpu": 1}`) in scheduler units. Quantities
     must parse and be non-negative (API validation)."""
     out: dict[str, int] = {}
-    for name, value in _mapping(obj, path).items():
+    for name, value in optional_mapping(obj, path).items():
         where = (*path, name)
         if not isinstance(name, str) or not name:
             raise FieldError(where, "resource name must be a non-empty string")
@@ -371,23 +340,20 @@ def parse_resource_list(obj: Any, path: Sequence[PathPart] = ()) -> dict[str, in
 def parse_container(obj: Any, path: Sequence[PathPart] = ()) -> Container:
     """A container from its JSON form; `resources.requests` missing a resource that
     `resources.limits` has defaults to the limit (SetDefaults_Pod)."""
-    body = _mapping(obj, path)
-    name = _optional_str(body.get("name"), (*path, "name")) or ""
-    resources = _mapping(body.get("resources"), (*path, "resources"))
+    body = optional_mapping(obj, path)
+    name = string(body.get("name"), (*path, "name"))
+    resources = optional_mapping(body.get("resources"), (*path, "resources"))
     requests = parse_resource_list(resources.get("requests"), (*path, "resources", "requests"))
     limits = parse_resource_list(resources.get("limits"), (*path, "resources", "limits"))
     for resource, amount in limits.items():
         requests.setdefault(resource, amount)
-    restart_policy = _optional_str(body.get("restartPolicy"), (*path, "restartPolicy"))
+    restart_policy = optional_string(body.get("restartPolicy"), (*path, "restartPolicy"))
     return Container(name, requests, limits, restart_policy)
 
 
 def _parse_containers(obj: Any, path: Sequence[PathPart]) -> tuple[Container, ...]:
-    if obj is None:
-        return ()
-    if not isinstance(obj, list):
-        raise FieldError(path, f"expected a list, got {type(obj).__name__}")
-    return tuple(parse_container(item, (*path, i)) for i, item in enumerate(obj))
+    items = optional_list(obj, path)
+    return tuple(parse_container(item, (*path, i)) for i, item in enumerate(items))
 
 
 def default_pod_level_requests(
@@ -431,11 +397,11 @@ def default_pod_level_requests(
 def parse_pod_resources(spec: Any, path: Sequence[PathPart] = ()) -> PodResources:
     """The resource parts of a PodSpec (`containers`, `initContainers`, `overhead`,
     `resources`), with the API server's defaulting applied."""
-    body = _mapping(spec, path)
+    body = optional_mapping(spec, path)
     containers = _parse_containers(body.get("containers"), (*path, "containers"))
     init_containers = _parse_containers(body.get("initContainers"), (*path, "initContainers"))
     overhead = parse_resource_list(body.get("overhead"), (*path, "overhead"))
-    pod_level = _mapping(body.get("resources"), (*path, "resources"))
+    pod_level = optional_mapping(body.get("resources"), (*path, "resources"))
     requests = (
         parse_resource_list(pod_level["requests"], (*path, "resources", "requests"))
         if pod_level.get("requests") is not None

@@ -33,7 +33,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpupact.errors import FieldError, PathPart, format_path
+from gpupact.errors import FieldError, PathPart
+from gpupact.kube.fields import INT64_MIN, integer, optional_list, optional_mapping, string
 from gpupact.kube.requests import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -42,16 +43,23 @@ from gpupact.kube.requests import (
     NodeResources,
     PodResources,
     is_extended_resource_name,
-    is_qualified_name,
     is_scalar_resource_name,
     pod_requests,
 )
-from gpupact.kube.status import SUCCESS, Code, Status
+from gpupact.kube.status import MAX_NODE_SCORE, SUCCESS, Code, Status
+from gpupact.kube.validation import (
+    FIELD_VALUE_DUPLICATE,
+    FIELD_VALUE_INVALID,
+    FIELD_VALUE_NOT_SUPPORTED,
+    FIELD_VALUE_REQUIRED,
+    FieldIssue,
+    is_qualified_name,
+    supported_values,
+)
 
 PLUGIN_NAME = "NodeResourcesFit"
 BALANCED_ALLOCATION_NAME = "NodeResourcesBalancedAllocation"
 
-MAX_NODE_SCORE = 100
 MAX_CUSTOM_PRIORITY_SCORE = 10  # RequestedToCapacityRatio shape scores are on 0..10
 MAX_UTILIZATION = 100
 MAX_RESOURCE_WEIGHT = 100
@@ -67,21 +75,20 @@ REASON_SIDECARS_DISABLED = (
 )
 REASON_RESOURCES_NOT_FOUND = "resources not found"
 
-# field.ErrorType strings of k8s.io/apimachinery/pkg/util/validation/field
-INVALID = "FieldValueInvalid"
-REQUIRED = "FieldValueRequired"
-NOT_SUPPORTED = "FieldValueNotSupported"
-DUPLICATE = "FieldValueDuplicate"
+# field.ErrorType strings (apimachinery util/validation/field)
+INVALID = FIELD_VALUE_INVALID
+REQUIRED = FIELD_VALUE_REQUIRED
+NOT_SUPPORTED = FIELD_VALUE_NOT_SUPPORTED
+DUPLICATE = FIELD_VALUE_DUPLICATE
 
 # --- Go int64 arithmetic ------------------------------------------------------------------------
 
-_INT64_MIN = -(2**63)
 _UINT64_MASK = 2**64 - 1
 
 
 def wrap_int64(value: int) -> int:
     """The int64 a Go expression yields when the exact result overflows (two's complement)."""
-    return ((value - _INT64_MIN) & _UINT64_MASK) + _INT64_MIN
+    return ((value - INT64_MIN) & _UINT64_MASK) + INT64_MIN
 
 
 def go_div(numerator: int, denominator: int) -> int:
@@ -137,17 +144,12 @@ class FitArgs:
 
 
 @dataclass(frozen=True, slots=True)
-class ConfigError:
-    """One plugin-args validation error (a field.Error)."""
-
-    type: str
-    path: tuple[PathPart, ...]
-    value: Any
-    detail: str
+class ConfigError(FieldIssue):
+    """One plugin-args validation error (a field.Error), shown as `field: type: detail`."""
 
     @property
-    def field(self) -> str:
-        return format_path(self.path)
+    def value(self) -> Any:
+        return self.bad_value
 
     def __str__(self) -> str:
         return f"{self.field}: {self.type}: {self.detail}"
@@ -205,24 +207,16 @@ def _validate_shape(shape: Sequence[ShapePoint]) -> list[ConfigError]:
             )
             break
     for i, point in enumerate(shape):
-        if not 0 <= point.utilization <= MAX_UTILIZATION:
-            errors.append(
-                ConfigError(
-                    INVALID,
-                    (*base, i, "utilization"),
-                    point.utilization,
-                    f"not in valid range [0, {MAX_UTILIZATION}]",
+        for name, value, highest in (
+            ("utilization", point.utilization, MAX_UTILIZATION),
+            ("score", point.score, MAX_CUSTOM_PRIORITY_SCORE),
+        ):
+            if not 0 <= value <= highest:
+                errors.append(
+                    ConfigError(
+                        INVALID, (*base, i, name), value, f"not in valid range [0, {highest}]"
+                    )
                 )
-            )
-        if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
-            errors.append(
-                ConfigError(
-                    INVALID,
-                    (*base, i, "score"),
-                    point.score,
-                    f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]",
-                )
-            )
     return errors
 
 
@@ -243,7 +237,7 @@ def validate_fit_args(args: FitArgs) -> list[ConfigError]:
                 NOT_SUPPORTED,
                 ("scoringStrategy", "type"),
                 strategy.type,
-                "supported values: " + ", ".join(f'"{t}"' for t in sorted(SCORING_STRATEGY_TYPES)),
+                supported_values(sorted(SCORING_STRATEGY_TYPES)),
             )
         )
     errors += _validate_resources(strategy.resources)
@@ -267,54 +261,22 @@ def validate_balanced_allocation_args(resources: Sequence[ResourceSpec]) -> list
     return errors
 
 
-def _mapping(obj: Any, path: Sequence[PathPart]) -> Mapping[str, Any]:
-    if obj is None:
-        return {}
-    if not isinstance(obj, Mapping):
-        raise FieldError(path, f"expected an object, got {type(obj).__name__}")
-    return obj
-
-
-def _list(obj: Any, path: Sequence[PathPart]) -> list[Any]:
-    if obj is None:
-        return []
-    if not isinstance(obj, list):
-        raise FieldError(path, f"expected a list, got {type(obj).__name__}")
-    return obj
-
-
-def _int(obj: Any, path: Sequence[PathPart], default: int = 0) -> int:
-    if obj is None:
-        return default
-    if isinstance(obj, bool) or not isinstance(obj, int):
-        raise FieldError(path, f"expected an integer, got {obj!r}")
-    return obj
-
-
-def _str(obj: Any, path: Sequence[PathPart]) -> str:
-    if obj is None:
-        return ""
-    if not isinstance(obj, str):
-        raise FieldError(path, f"expected a string, got {type(obj).__name__}")
-    return obj
-
-
 def _parse_resource_specs(obj: Any, path: Sequence[PathPart]) -> tuple[ResourceSpec, ...]:
     specs = []
-    for i, item in enumerate(_list(obj, path)):
-        body = _mapping(item, (*path, i))
+    for i, item in enumerate(optional_list(obj, path)):
+        body = optional_mapping(item, (*path, i))
         # v1 defaulting: an unset or zero weight becomes 1
-        weight = _int(body.get("weight"), (*path, i, "weight")) or 1
-        specs.append(ResourceSpec(_str(body.get("name"), (*path, i, "name")), weight))
+        weight = integer(body.get("weight"), (*path, i, "weight")) or 1
+        specs.append(ResourceSpec(string(body.get("name"), (*path, i, "name")), weight))
     return tuple(specs)
 
 
 def _parse_shape(obj: Any, path: Sequence[PathPart]) -> tuple[ShapePoint, ...]:
     points = []
-    for i, item in enumerate(_list(obj, path)):
-        body = _mapping(item, (*path, i))
-        utilization = _int(body.get("utilization"), (*path, i, "utilization"))
-        points.append(ShapePoint(utilization, _int(body.get("score"), (*path, i, "score"))))
+    for i, item in enumerate(optional_list(obj, path)):
+        body = optional_mapping(item, (*path, i))
+        utilization = integer(body.get("utilization"), (*path, i, "utilization"))
+        points.append(ShapePoint(utilization, integer(body.get("score"), (*path, i, "score"))))
     return tuple(points)
 
 
@@ -328,25 +290,27 @@ def parse_fit_args(obj: Any, path: Sequence[PathPart] = ()) -> FitArgs:
     """NodeResourcesFitArgs from its v1 JSON/YAML form, with the v1 defaults (LeastAllocated
     over cpu:1, memory:1; an empty resource list takes those two; weight 0 means 1), then
     validated (the first error raises FieldError)."""
-    body = _mapping(obj, path)
+    body = optional_mapping(obj, path)
 
     def names(key: str) -> tuple[str, ...]:
-        items = _list(body.get(key), (*path, key))
-        return tuple(_str(v, (*path, key, i)) for i, v in enumerate(items))
+        items = optional_list(body.get(key), (*path, key))
+        return tuple(string(v, (*path, key, i)) for i, v in enumerate(items))
 
     strategy_obj = body.get("scoringStrategy")
     if strategy_obj is None:
         strategy = ScoringStrategy()
     else:
         spath = (*path, "scoringStrategy")
-        sbody = _mapping(strategy_obj, spath)
+        sbody = optional_mapping(strategy_obj, spath)
         resources = _parse_resource_specs(sbody.get("resources"), (*spath, "resources"))
-        rtcr = _mapping(sbody.get("requestedToCapacityRatio"), (*spath, "requestedToCapacityRatio"))
+        rtcr = optional_mapping(
+            sbody.get("requestedToCapacityRatio"), (*spath, "requestedToCapacityRatio")
+        )
         shape = None
         if rtcr.get("shape") is not None:
             shape = _parse_shape(rtcr["shape"], (*spath, "requestedToCapacityRatio", "shape"))
         strategy = ScoringStrategy(
-            type=_str(sbody.get("type"), (*spath, "type")),
+            type=string(sbody.get("type"), (*spath, "type")),
             resources=resources or DEFAULT_RESOURCES,
             shape=shape,
         )
@@ -359,7 +323,7 @@ def parse_balanced_allocation_args(
     obj: Any, path: Sequence[PathPart] = ()
 ) -> tuple[ResourceSpec, ...]:
     """NodeResourcesBalancedAllocationArgs (`resources`), v1 defaults applied, validated."""
-    body = _mapping(obj, path)
+    body = optional_mapping(obj, path)
     resources = _parse_resource_specs(body.get("resources"), (*path, "resources"))
     resources = resources or DEFAULT_RESOURCES
     _raise_first(validate_balanced_allocation_args(resources), path)

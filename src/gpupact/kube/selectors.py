@@ -23,66 +23,32 @@ from functools import lru_cache
 from typing import Any
 
 from gpupact.errors import FieldError, PathPart
+from gpupact.kube.fields import (
+    INT64_MAX,
+    INT64_MIN,
+    integer,
+    list_or_none,
+    mapping,
+    optional_list,
+    string,
+    string_list,
+    string_map,
+)
+from gpupact.kube.validation import (
+    FIELD_VALUE_INVALID,
+    FIELD_VALUE_NOT_SUPPORTED,
+    FieldIssue,
+    Subscript,
+    invalid_issue,
+    label_key_errors,
+    label_value_errors,
+    not_supported_issue,
+    upstream_field_path,
+)
 
 # ----------------------------------------------------------------------------------------------
-# Field issues: the upstream `field.Error` (type, field path, bad value, detail)
+# Selector errors (the field.Error type and the name rules live in gpupact.kube.validation)
 # ----------------------------------------------------------------------------------------------
-
-FIELD_VALUE_INVALID = "FieldValueInvalid"
-FIELD_VALUE_NOT_SUPPORTED = "FieldValueNotSupported"
-
-_TYPE_WORDS = {FIELD_VALUE_INVALID: "Invalid value", FIELD_VALUE_NOT_SUPPORTED: "Unsupported value"}
-
-
-class Subscript(str):
-    """A map-key path element: rendered `[key]` upstream (field.Path.Key), not `.key`."""
-
-    __slots__ = ()
-
-
-def upstream_field_path(path: Sequence[PathPart]) -> str:
-    """Render a path like apimachinery `field.Path.String()`: names dotted, indices/keys `[x]`."""
-    out = ""
-    for part in path:
-        if isinstance(part, int | Subscript):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + part
-    return out
-
-
-def _go_value(value: object) -> str:
-    # field.Error renders strings with %q and everything else as JSON
-    if isinstance(value, tuple):
-        value = list(value)
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-@dataclass(frozen=True, slots=True)
-class FieldIssue:
-    """One upstream validation error (apimachinery `field.Error`)."""
-
-    type: str
-    path: tuple[PathPart, ...]
-    bad_value: object
-    detail: str
-
-    @property
-    def field(self) -> str:
-        return upstream_field_path(self.path)
-
-    @property
-    def body(self) -> str:
-        """`field.Error.ErrorBody()`: `Invalid value: "x": detail`."""
-        word = _TYPE_WORDS.get(self.type, self.type)
-        text = f"{word}: {_go_value(self.bad_value)}"
-        return f"{text}: {self.detail}" if self.detail else text
-
-    def prefixed(self, prefix: Sequence[PathPart]) -> FieldIssue:
-        return FieldIssue(self.type, (*prefix, *self.path), self.bad_value, self.detail)
-
-    def __str__(self) -> str:
-        return f"{self.field}: {self.body}" if self.path else self.body
 
 
 class SelectorError(FieldError):
@@ -104,93 +70,10 @@ class SelectorError(FieldError):
 
 
 # ----------------------------------------------------------------------------------------------
-# Label keys and values (apimachinery api/validate/content)
+# Integer bounds of Gt / Lt requirements
 # ----------------------------------------------------------------------------------------------
 
-_LABEL_KEY_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_KEY_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-    "alphanumeric character"
-)
-_LABEL_VALUE_FMT = f"({_LABEL_KEY_FMT})?"
-_LABEL_VALUE_MSG = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
-    "'.', and must start and end with an alphanumeric character"
-)
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
-_DNS1123_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-    "'.', and must start and end with an alphanumeric character"
-)
-# Go's RE2 `$` means end of text; Python's fullmatch is the equivalent (no trailing-newline slack)
-_LABEL_KEY_RE = re.compile(_LABEL_KEY_FMT)
-_LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
-_DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
 _INT64_RE = re.compile(r"[+-]?[0-9]+")
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    shown = "".join(f"{' or ' if i else ''}'{ex}', " for i, ex in enumerate(examples))
-    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def _max_len_error(length: int) -> str:
-    return f"must be no more than {length} bytes"
-
-
-def _byte_len(text: str) -> int:
-    # Go's len() counts UTF-8 bytes
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
-def label_key_errors(key: str) -> list[str]:
-    """Messages for an invalid label key (upstream IsLabelKey / IsQualifiedName); [] if valid."""
-    parts = key.split("/")
-    errs: list[str] = []
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            if _byte_len(prefix) > 253:
-                errs.append("prefix part " + _max_len_error(253))
-            if not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix):
-                errs.append(
-                    "prefix part "
-                    + _regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com")
-                )
-    else:
-        return [
-            "a valid label key "
-            + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif _byte_len(name) > 63:
-        errs.append("name part " + _max_len_error(63))
-    if not _LABEL_KEY_RE.fullmatch(name):
-        errs.append(
-            "name part "
-            + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
-        )
-    return errs
-
-
-def label_value_errors(value: str) -> list[str]:
-    """Messages for an invalid label value (upstream IsLabelValue); [] if valid."""
-    errs: list[str] = []
-    if _byte_len(value) > 63:
-        errs.append(_max_len_error(63))
-    if not _LABEL_VALUE_RE.fullmatch(value):
-        errs.append(
-            _regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
-        )
-    return errs
 
 
 @lru_cache(maxsize=8192)
@@ -199,7 +82,7 @@ def parse_int64(text: str) -> int | None:
     if not _INT64_RE.fullmatch(text):
         return None
     number = int(text)
-    return number if _INT64_MIN <= number <= _INT64_MAX else None
+    return number if INT64_MIN <= number <= INT64_MAX else None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -317,10 +200,6 @@ def _sorted_by_key(requirements: Iterable[Requirement]) -> tuple[Requirement, ..
     return tuple(sorted(requirements, key=lambda r: r.key))
 
 
-def _invalid(path: tuple[PathPart, ...], value: object, detail: str) -> FieldIssue:
-    return FieldIssue(FIELD_VALUE_INVALID, path, value, detail)
-
-
 def requirement_issues(
     key: str, operator: str, values: Sequence[str] | None, path: Sequence[PathPart]
 ) -> list[FieldIssue]:
@@ -330,29 +209,30 @@ def requirement_issues(
     issues: list[FieldIssue] = []
     key_errors = label_key_errors(key)
     if key_errors:
-        issues.append(_invalid((*path, "key"), key, "; ".join(key_errors)))
+        issues.append(invalid_issue((*path, "key"), key, "; ".join(key_errors)))
     vals: Sequence[str] = values or ()
     at = (*path, "values")
     shown = tuple(values) if values is not None else None  # Go renders a nil slice as null
+    count_detail = ""
     if operator in (IN, NOT_IN) and not vals:
-        issues.append(_invalid(at, shown, "for 'in', 'notin' operators, values set can't be empty"))
+        count_detail = "for 'in', 'notin' operators, values set can't be empty"
     elif operator == EQUALS and len(vals) != 1:
-        issues.append(_invalid(at, shown, "exact-match compatibility requires one single value"))
+        count_detail = "exact-match compatibility requires one single value"
     elif operator in (EXISTS, DOES_NOT_EXIST) and vals:
-        issues.append(_invalid(at, shown, "values set must be empty for exists and does not exist"))
-    elif operator in (GT, LT):
-        if len(vals) != 1:
-            issues.append(
-                _invalid(at, shown, "for 'Gt', 'Lt' operators, exactly one value is required")
-            )
+        count_detail = "values set must be empty for exists and does not exist"
+    elif operator in (GT, LT) and len(vals) != 1:
+        count_detail = "for 'Gt', 'Lt' operators, exactly one value is required"
+    if count_detail:
+        issues.append(invalid_issue(at, shown, count_detail))
+    if operator in (GT, LT):
         for i, value in enumerate(vals):
             if parse_int64(value) is None:
                 detail = "for 'Gt', 'Lt' operators, the value must be an integer"
-                issues.append(_invalid((*at, i), value, detail))
+                issues.append(invalid_issue((*at, i), value, detail))
     for i, value in enumerate(vals):
         value_errors = label_value_errors(value)
         if value_errors:
-            issues.append(_invalid((*at, i, Subscript(key)), value, "; ".join(value_errors)))
+            issues.append(invalid_issue((*at, i, Subscript(key)), value, "; ".join(value_errors)))
     return issues
 
 
@@ -361,67 +241,14 @@ def requirement_issues(
 # ----------------------------------------------------------------------------------------------
 
 
-def _mapping(obj: object, path: tuple[PathPart, ...], allowed: Iterable[str]) -> Mapping[str, Any]:
-    if not isinstance(obj, Mapping):
-        raise FieldError(path, f"must be an object, got {type(obj).__name__}")
-    allowed = set(allowed)
-    for key in obj:
-        if key not in allowed:
-            raise FieldError((*path, str(key)), f'unknown field "{key}"')
-    return obj
-
-
-def _list(obj: object, path: tuple[PathPart, ...]) -> tuple[Any, ...] | None:
-    """None for a missing/null list (Go nil slice), else the items."""
-    if obj is None:
-        return None
-    if not isinstance(obj, list | tuple):
-        raise FieldError(path, f"must be a list, got {type(obj).__name__}")
-    return tuple(obj)
-
-
-def _string(obj: object, path: tuple[PathPart, ...]) -> str:
-    if obj is None:
-        return ""
-    if not isinstance(obj, str):
-        raise FieldError(path, f"must be a string, got {type(obj).__name__}")
-    return obj
-
-
-def _strings(obj: object, path: tuple[PathPart, ...]) -> tuple[str, ...] | None:
-    items = _list(obj, path)
-    if items is None:
-        return None
-    return tuple(_string_item(v, (*path, i)) for i, v in enumerate(items))
-
-
-def _string_item(obj: object, path: tuple[PathPart, ...]) -> str:
-    if not isinstance(obj, str):
-        raise FieldError(path, f"must be a string, got {type(obj).__name__}")
-    return obj
-
-
-def _string_map(obj: object, path: tuple[PathPart, ...]) -> dict[str, str]:
-    if obj is None:
-        return {}
-    if not isinstance(obj, Mapping):
-        raise FieldError(path, f"must be a map of strings, got {type(obj).__name__}")
-    out: dict[str, str] = {}
-    for key, value in obj.items():
-        if not isinstance(key, str):
-            raise FieldError(path, f"keys must be strings, got {type(key).__name__}")
-        out[key] = _string_item(value, (*path, key))
-    return out
-
-
-_REQUIREMENT_FIELDS = ("key", "operator", "values")
+_REQUIREMENT_FIELDS = frozenset({"key", "operator", "values"})
 
 
 def _read_requirement(obj: object, path: tuple[PathPart, ...]) -> tuple[str, str, tuple | None]:
-    m = _mapping(obj, path, _REQUIREMENT_FIELDS)
-    key = _string(m.get("key"), (*path, "key"))
-    operator = _string(m.get("operator"), (*path, "operator"))
-    values = _strings(m.get("values"), (*path, "values"))
+    m = mapping(obj, path, known=_REQUIREMENT_FIELDS)
+    key = string(m.get("key"), (*path, "key"))
+    operator = string(m.get("operator"), (*path, "operator"))
+    values = string_list(m.get("values"), (*path, "values"))
     return key, operator, values
 
 
@@ -456,6 +283,9 @@ def label_selector_matches(selector: LabelSelector | None, labels: Mapping[str, 
     return selector is not None and selector.selector.matches(labels)
 
 
+_LABEL_SELECTOR_FIELDS = frozenset({"matchLabels", "matchExpressions"})
+
+
 def parse_label_selector(
     obj: Mapping[str, Any] | None, path: Sequence[PathPart] = ()
 ) -> LabelSelector | None:
@@ -466,10 +296,10 @@ def parse_label_selector(
     if obj is None:
         return None
     path = tuple(path)
-    m = _mapping(obj, path, ("matchLabels", "matchExpressions"))
-    labels = _string_map(m.get("matchLabels"), (*path, "matchLabels"))
+    m = mapping(obj, path, known=_LABEL_SELECTOR_FIELDS)
+    labels = string_map(m.get("matchLabels"), (*path, "matchLabels"))
     exprs_path = (*path, "matchExpressions")
-    exprs = _list(m.get("matchExpressions"), exprs_path) or ()
+    exprs = optional_list(m.get("matchExpressions"), exprs_path)
     issues: list[FieldIssue] = []
     for key in sorted(labels):
         entry_path = (*path, "matchLabels", Subscript(key))
@@ -593,14 +423,7 @@ def _term_from_requirements(
         p = (*path, "matchExpressions", i)
         key, operator, values = _read_requirement(expr, p)
         if operator not in NODE_SELECTOR_OPERATORS:
-            issues.append(
-                FieldIssue(
-                    FIELD_VALUE_NOT_SUPPORTED,
-                    (*p, "operator"),
-                    operator,
-                    "supported values: " + ", ".join(f'"{o}"' for o in NODE_SELECTOR_OPERATORS),
-                )
-            )
+            issues.append(not_supported_issue((*p, "operator"), operator, NODE_SELECTOR_OPERATORS))
             label_reqs.append(Requirement(key, operator, values or ()))
             continue
         issues.extend(requirement_issues(key, operator, values, p))
@@ -612,32 +435,26 @@ def _term_from_requirements(
         vals = values or ()
         if operator in FIELD_SELECTOR_OPERATORS:
             if len(vals) != 1:
-                issues.append(
-                    FieldIssue(FIELD_VALUE_INVALID, (*p, "values"), values, "must have one element")
-                )
+                issues.append(invalid_issue((*p, "values"), values, "must have one element"))
         else:
-            issues.append(
-                FieldIssue(
-                    FIELD_VALUE_NOT_SUPPORTED,
-                    (*p, "operator"),
-                    operator,
-                    "supported values: " + ", ".join(f'"{o}"' for o in FIELD_SELECTOR_OPERATORS),
-                )
-            )
+            issues.append(not_supported_issue((*p, "operator"), operator, FIELD_SELECTOR_OPERATORS))
         field_reqs.append(FieldRequirement(key, operator, vals))
     return NodeSelectorTerm(_sorted_by_key(label_reqs), tuple(field_reqs), tuple(issues))
 
 
-_TERM_FIELDS = ("matchExpressions", "matchFields")
+_TERM_FIELDS = frozenset({"matchExpressions", "matchFields"})
 
 
 def parse_node_selector_term(obj: object, path: Sequence[PathPart] = ()) -> NodeSelectorTerm:
     """One v1.NodeSelectorTerm; semantic problems are kept in `.issues` (upstream field paths)."""
     path = tuple(path)
-    m = _mapping(obj, path, _TERM_FIELDS)
-    expressions = _list(m.get("matchExpressions"), (*path, "matchExpressions"))
-    fields = _list(m.get("matchFields"), (*path, "matchFields"))
+    m = mapping(obj, path, known=_TERM_FIELDS)
+    expressions = list_or_none(m.get("matchExpressions"), (*path, "matchExpressions"))
+    fields = list_or_none(m.get("matchFields"), (*path, "matchFields"))
     return _term_from_requirements(expressions, fields, path)
+
+
+_NODE_SELECTOR_FIELDS = frozenset({"nodeSelectorTerms"})
 
 
 def parse_node_selector(
@@ -648,9 +465,9 @@ def parse_node_selector(
     if obj is None:
         return None
     path = tuple(path)
-    m = _mapping(obj, path, ("nodeSelectorTerms",))
+    m = mapping(obj, path, known=_NODE_SELECTOR_FIELDS)
     terms_path = (*path, "nodeSelectorTerms")
-    raw_terms = _list(m.get("nodeSelectorTerms"), terms_path) or ()
+    raw_terms = optional_list(m.get("nodeSelectorTerms"), terms_path)
     selector = NodeSelector(
         tuple(parse_node_selector_term(t, (*terms_path, i)) for i, t in enumerate(raw_terms))
     )
@@ -667,7 +484,7 @@ def node_selector_requirements_as_selector(
     if not expressions:
         return NOTHING
     path = tuple(path)
-    items = _list(expressions, path) or ()
+    items = optional_list(expressions, path)
     # reuse the term parser, then strip the `matchExpressions` element it adds to paths
     term = _term_from_requirements(items, None, ())
     if term.issues:
@@ -697,17 +514,7 @@ class PreferredSchedulingTerm:
     preference: NodeSelectorTerm
 
 
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
-
-
-def _weight(obj: object, path: tuple[PathPart, ...]) -> int:
-    if obj is None:
-        return 0
-    if isinstance(obj, bool) or not isinstance(obj, int):
-        raise FieldError(path, f"must be an integer, got {type(obj).__name__}")
-    if not _INT32_MIN <= obj <= _INT32_MAX:
-        raise FieldError(path, f"must fit in int32, got {obj}")
-    return obj
+_PREFERRED_TERM_FIELDS = frozenset({"weight", "preference"})
 
 
 def parse_preferred_scheduling_terms(
@@ -717,15 +524,15 @@ def parse_preferred_scheduling_terms(
     `<path>[i].matchFields[0].values` (the term index, then the preference's fields)."""
     path = tuple(path)
     out = []
-    for i, raw in enumerate(_list(obj, path) or ()):
+    for i, raw in enumerate(optional_list(obj, path)):
         p = (*path, i)
-        m = _mapping(raw, p, ("weight", "preference"))
-        weight = _weight(m.get("weight"), (*p, "weight"))
+        m = mapping(raw, p, known=_PREFERRED_TERM_FIELDS)
+        weight = integer(m.get("weight"), (*p, "weight"), bits=32)
         pref = m.get("preference")
         pref_path = (*p, "preference")
-        pm = _mapping(pref if pref is not None else {}, pref_path, _TERM_FIELDS)
-        expressions = _list(pm.get("matchExpressions"), (*pref_path, "matchExpressions"))
-        fields = _list(pm.get("matchFields"), (*pref_path, "matchFields"))
+        pm = mapping(pref if pref is not None else {}, pref_path, known=_TERM_FIELDS)
+        expressions = list_or_none(pm.get("matchExpressions"), (*pref_path, "matchExpressions"))
+        fields = list_or_none(pm.get("matchFields"), (*pref_path, "matchFields"))
         out.append(PreferredSchedulingTerm(weight, _term_from_requirements(expressions, fields, p)))
     return tuple(out)
 
@@ -777,6 +584,7 @@ class NodeAffinity:
 
 _REQUIRED_KEY = "requiredDuringSchedulingIgnoredDuringExecution"
 _PREFERRED_KEY = "preferredDuringSchedulingIgnoredDuringExecution"
+_NODE_AFFINITY_FIELDS = frozenset({_REQUIRED_KEY, _PREFERRED_KEY})
 
 
 def parse_node_affinity(
@@ -787,7 +595,7 @@ def parse_node_affinity(
     if obj is None:
         return None
     path = tuple(path)
-    m = _mapping(obj, path, (_REQUIRED_KEY, _PREFERRED_KEY))
+    m = mapping(obj, path, known=_NODE_AFFINITY_FIELDS)
     required = parse_node_selector(m.get(_REQUIRED_KEY), (*path, _REQUIRED_KEY))
     preferred = parse_preferred_scheduling_terms(m.get(_PREFERRED_KEY), (*path, _PREFERRED_KEY))
     affinity = NodeAffinity(required, preferred)

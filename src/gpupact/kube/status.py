@@ -30,3 +30,6 @@ class Status:
 
 
 SUCCESS = Status()
+
+# framework.MaxNodeScore: every score plugin's result is on 0..MAX_NODE_SCORE
+MAX_NODE_SCORE = 100

@@ -19,7 +19,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpupact.errors import FieldError, PathPart
-from gpupact.kube.status import SUCCESS, Code, Status
+from gpupact.kube.fields import (
+    INT64_MAX,
+    INT64_MIN,
+    mapping,
+    optional_integer,
+    optional_list,
+    string,
+)
+from gpupact.kube.status import MAX_NODE_SCORE, SUCCESS, Code, Status
+from gpupact.kube.validation import (
+    check_label_key,
+    check_label_value,
+    check_supported,
+    required_issue,
+)
 
 # --- constants ---------------------------------------------------------------------------------
 
@@ -36,19 +50,10 @@ TOLERATION_OPERATORS = (OP_EXISTS, OP_EQUAL, OP_LT, OP_GT)  # "" also accepted: 
 
 PLUGIN_NAME = "TaintToleration"
 REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
-MAX_NODE_SCORE = 100
-
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
 # Canonical decimal form (apimachinery content.IsDecimalInteger): "0", or an optional '-' and
 # a non-zero ASCII digit followed by ASCII digits. No '+', no leading zeros, no "-0", no spaces.
 _CANONICAL_INT = re.compile(r"0|-?[1-9][0-9]*")
-_MAX_INT64_TEXT = len(str(_INT64_MIN))  # longer strings cannot be int64; also bounds int()
-
-_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_NAME_MAX = 63
-_PREFIX_MAX = 253
+_MAX_INT64_TEXT = len(str(INT64_MIN))  # longer strings cannot be int64; also bounds int()
 
 
 def parse_canonical_int64(text: str) -> int | None:
@@ -57,7 +62,7 @@ def parse_canonical_int64(text: str) -> int | None:
     if len(text) > _MAX_INT64_TEXT or not _CANONICAL_INT.fullmatch(text):
         return None
     number = int(text)
-    return number if _INT64_MIN <= number <= _INT64_MAX else None
+    return number if INT64_MIN <= number <= INT64_MAX else None
 
 
 # --- objects -----------------------------------------------------------------------------------
@@ -259,29 +264,26 @@ def parse_taint(obj: Any, path: Sequence[PathPart] = (), *, validate: bool = Tru
     qualified name, value a label value, effect required and one of NoSchedule,
     PreferNoSchedule, NoExecute. `validate=False` checks only the field types (like a Go struct
     literal in an upstream test; matching then follows upstream for odd values)."""
-    body = _mapping(obj, path)
-    key = _string(body, "key", path)
-    value = _string(body, "value", path)
-    effect = _string(body, "effect", path)
+    body = mapping(obj, path)
+    key = string(body.get("key"), (*path, "key"))
+    value = string(body.get("value"), (*path, "value"))
+    effect = string(body.get("effect"), (*path, "effect"))
     if validate:
         if not key:
-            raise FieldError((*path, "key"), "Required value")
-        _check_qualified_name(key, (*path, "key"))
-        _check_label_value(value, (*path, "value"))
+            raise required_issue((*path, "key")).as_error()
+        check_label_key(key, (*path, "key"))
+        check_label_value(value, (*path, "value"))
         if not effect:
-            raise FieldError((*path, "effect"), "Required value")
-        _check_effect(effect, (*path, "effect"))
+            raise required_issue((*path, "effect")).as_error()
+        check_supported(effect, TAINT_EFFECTS, (*path, "effect"))
     return Taint(key, value, effect)
 
 
 def parse_taints(obj: Any, path: Sequence[PathPart] = (), *, validate: bool = True) -> list[Taint]:
     """`node.spec.taints` (None means no taints). Validation also rejects two taints with the
     same key and effect, as the API server does."""
-    if obj is None:
-        return []
-    if not isinstance(obj, list):
-        raise FieldError(path, f"must be a list of taints, got {type(obj).__name__}")
-    taints = [parse_taint(item, (*path, i), validate=validate) for i, item in enumerate(obj)]
+    items = optional_list(obj, path)
+    taints = [parse_taint(item, (*path, i), validate=validate) for i, item in enumerate(items)]
     if validate:
         seen: set[tuple[str, str]] = set()
         for i, taint in enumerate(taints):
@@ -301,18 +303,12 @@ def parse_toleration(
     empty key only with Exists; operator one of Exists, Equal (or ""), Lt, Gt; Exists needs an
     empty value, Equal a label value, Lt/Gt a canonical int64; effect empty or a taint effect;
     tolerationSeconds only with NoExecute. `validate=False` checks only the field types."""
-    body = _mapping(obj, path)
-    key = _string(body, "key", path)
-    operator = _string(body, "operator", path)
-    value = _string(body, "value", path)
-    effect = _string(body, "effect", path)
-    seconds = body.get("tolerationSeconds")
-    if seconds is not None and (
-        isinstance(seconds, bool)
-        or not isinstance(seconds, int)
-        or not _INT64_MIN <= seconds <= _INT64_MAX
-    ):
-        raise FieldError((*path, "tolerationSeconds"), f"must be an int64, got {seconds!r}")
+    body = mapping(obj, path)
+    key = string(body.get("key"), (*path, "key"))
+    operator = string(body.get("operator"), (*path, "operator"))
+    value = string(body.get("value"), (*path, "value"))
+    effect = string(body.get("effect"), (*path, "effect"))
+    seconds = optional_integer(body.get("tolerationSeconds"), (*path, "tolerationSeconds"), bits=64)
     toleration = Toleration(key, operator, value, effect, seconds)
     if validate:
         _validate_toleration(toleration, path)
@@ -323,16 +319,13 @@ def parse_tolerations(
     obj: Any, path: Sequence[PathPart] = (), *, validate: bool = True
 ) -> list[Toleration]:
     """`pod.spec.tolerations` (None means none)."""
-    if obj is None:
-        return []
-    if not isinstance(obj, list):
-        raise FieldError(path, f"must be a list of tolerations, got {type(obj).__name__}")
-    return [parse_toleration(item, (*path, i), validate=validate) for i, item in enumerate(obj)]
+    items = optional_list(obj, path)
+    return [parse_toleration(item, (*path, i), validate=validate) for i, item in enumerate(items)]
 
 
 def _validate_toleration(t: Toleration, path: Sequence[PathPart]) -> None:
     if t.key:
-        _check_qualified_name(t.key, (*path, "key"))
+        check_label_key(t.key, (*path, "key"))
     elif t.operator != OP_EXISTS:
         raise FieldError(
             (*path, "operator"),
@@ -344,7 +337,7 @@ def _validate_toleration(t: Toleration, path: Sequence[PathPart]) -> None:
             (*path, "effect"), "effect must be 'NoExecute' when `tolerationSeconds` is set"
         )
     if t.operator in ("", OP_EQUAL):
-        _check_label_value(t.value, (*path, "value"))
+        check_label_value(t.value, (*path, "value"))
     elif t.operator == OP_EXISTS:
         if t.value:
             raise FieldError((*path, "operator"), "value must be empty when `operator` is 'Exists'")
@@ -356,72 +349,6 @@ def _validate_toleration(t: Toleration, path: Sequence[PathPart]) -> None:
                 f"'{t.operator}' (no sign '+', no leading zeros), got {t.value!r}",
             )
     else:
-        raise FieldError(
-            (*path, "operator"),
-            f"Unsupported value: {t.operator!r}: supported values: "
-            + ", ".join(f'"{op}"' for op in TOLERATION_OPERATORS),
-        )
+        check_supported(t.operator, TOLERATION_OPERATORS, (*path, "operator"))
     if t.effect:
-        _check_effect(t.effect, (*path, "effect"))
-
-
-def _mapping(obj: Any, path: Sequence[PathPart]) -> Mapping[str, Any]:
-    if not isinstance(obj, Mapping):
-        raise FieldError(path, f"must be an object, got {type(obj).__name__}")
-    return obj
-
-
-def _string(body: Mapping[str, Any], name: str, path: Sequence[PathPart]) -> str:
-    value = body.get(name)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise FieldError((*path, name), f"must be a string, got {type(value).__name__}")
-    return value
-
-
-def _check_effect(effect: str, path: tuple[PathPart, ...]) -> None:
-    if effect not in TAINT_EFFECTS:
-        raise FieldError(
-            path,
-            f"Unsupported value: {effect!r}: supported values: "
-            + ", ".join(f'"{e}"' for e in TAINT_EFFECTS),
-        )
-
-
-def _check_label_value(value: str, path: tuple[PathPart, ...]) -> None:
-    if not value:
-        return
-    if len(value) > _NAME_MAX:
-        raise FieldError(path, f"must be no more than {_NAME_MAX} characters: {value!r}")
-    if not _NAME_PART.fullmatch(value):
-        raise FieldError(
-            path,
-            f"a valid label value must be empty or consist of alphanumeric characters, '-', '_' "
-            f"or '.', and must start and end with an alphanumeric character: {value!r}",
-        )
-
-
-def _check_qualified_name(name: str, path: tuple[PathPart, ...]) -> None:
-    parts = name.split("/")
-    if len(parts) > 2:
-        raise FieldError(path, f"a qualified name has at most one '/': {name!r}")
-    short = parts[-1]
-    if len(parts) == 2:
-        prefix = parts[0]
-        if not prefix:
-            raise FieldError(path, f"prefix part must be non-empty: {name!r}")
-        if len(prefix) > _PREFIX_MAX or not _DNS_SUBDOMAIN.fullmatch(prefix):
-            raise FieldError(
-                path,
-                f"prefix part must be a lowercase RFC 1123 subdomain of at most {_PREFIX_MAX} "
-                f"characters: {name!r}",
-            )
-    if not short:
-        raise FieldError(path, f"name part must be non-empty: {name!r}")
-    if len(short) > _NAME_MAX or not _NAME_PART.fullmatch(short):
-        raise FieldError(
-            path,
-            f"name part must be at most {_NAME_MAX} alphanumeric characters, '-', '_' or '.', "
-            f"starting and ending with an alphanumeric character: {name!r}",
-        )
+        check_supported(t.effect, TAINT_EFFECTS, (*path, "effect"))

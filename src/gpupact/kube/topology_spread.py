@@ -26,21 +26,23 @@ The state keeps an exact global minimum per constraint (a histogram of domain co
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from gpupact.errors import FieldError, PathPart
-from gpupact.kube.selectors import (
-    LabelSelector,
-    RequiredNodeAffinity,
-    label_key_errors,
-    parse_label_selector,
-)
+from gpupact.errors import PathPart
+from gpupact.kube.fields import mapping, optional_integer, optional_list, required_string
+from gpupact.kube.selectors import LabelSelector, RequiredNodeAffinity, parse_label_selector
 from gpupact.kube.status import Code, Status
 from gpupact.kube.taints import Taint, Toleration, do_not_schedule_taint, find_untolerated_taint
+from gpupact.kube.validation import (
+    check_label_key,
+    check_supported,
+    duplicate_issue,
+    invalid_issue,
+    required_issue,
+)
 
 PLUGIN = "PodTopologySpread"
 DO_NOT_SCHEDULE = "DoNotSchedule"
@@ -57,7 +59,6 @@ _MISSING_LABEL = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON_NODE_LABEL_
 
 _WHEN_UNSATISFIABLE = (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY)
 _POLICIES = (HONOR, IGNORE)
-_INT32_MAX = 2**31 - 1
 
 
 # --- inputs -----------------------------------------------------------------------------
@@ -145,31 +146,21 @@ class TopologySpreadConstraint:
     match_label_keys: tuple[str, ...] = ()
 
 
-def _unsupported(path: tuple[PathPart, ...], value: Any, choices: tuple[str, ...]) -> FieldError:
-    supported = ", ".join(json.dumps(c) for c in choices)
-    shown = json.dumps(value) if isinstance(value, str) else repr(value)
-    return FieldError(path, f"Unsupported value: {shown}: supported values: {supported}")
-
-
-def _int32(obj: dict[str, Any], key: str, path: tuple[PathPart, ...], validate: bool) -> int | None:
-    value = obj.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise FieldError((*path, key), f"expected an integer, got {value!r}")
-    if value > _INT32_MAX or value < -_INT32_MAX - 1:
-        raise FieldError((*path, key), f"Invalid value: {value}: must fit in an int32")
-    if validate and value <= 0:
-        raise FieldError((*path, key), f"Invalid value: {value}: must be greater than zero")
+def _int32(
+    obj: Mapping[str, Any], key: str, path: tuple[PathPart, ...], validate: bool
+) -> int | None:
+    value = optional_integer(obj.get(key), (*path, key), bits=32)
+    if validate and value is not None and value <= 0:
+        raise invalid_issue((*path, key), value, "must be greater than zero").as_error()
     return value
 
 
 def _optional_choice(
-    obj: dict[str, Any], key: str, choices: tuple[str, ...], path: tuple[PathPart, ...]
+    obj: Mapping[str, Any], key: str, choices: tuple[str, ...], path: tuple[PathPart, ...]
 ) -> str | None:
     value = obj.get(key)
-    if value is not None and value not in choices:
-        raise _unsupported((*path, key), value, choices)
+    if value is not None:
+        check_supported(value, choices, (*path, key))
     return value
 
 
@@ -183,26 +174,21 @@ def parse_topology_spread_constraint(
     enumerations are checked (for objects that never passed the API server, e.g. test fixtures).
     """
     path = tuple(path)
-    if not isinstance(obj, dict):
-        raise FieldError(path, f"expected an object, got {type(obj).__name__}")
+    obj = mapping(obj, path)
 
     max_skew = _int32(obj, "maxSkew", path, validate)
     if max_skew is None:
         if validate:  # Go's zero value
-            raise FieldError((*path, "maxSkew"), "Invalid value: 0: must be greater than zero")
+            raise invalid_issue((*path, "maxSkew"), 0, "must be greater than zero").as_error()
         max_skew = 0
 
-    topology_key = obj.get("topologyKey", "")
-    if not isinstance(topology_key, str):
-        raise FieldError((*path, "topologyKey"), f"expected a string, got {topology_key!r}")
+    # a missing key is Go's "", an explicit null is not a string
+    topology_key = required_string(obj.get("topologyKey", ""), (*path, "topologyKey"))
     if validate and not topology_key:
-        raise FieldError((*path, "topologyKey"), "Required value: can not be empty")
+        raise required_issue((*path, "topologyKey"), "can not be empty").as_error()
 
     when = obj.get("whenUnsatisfiable")
-    if when not in _WHEN_UNSATISFIABLE:
-        raise _unsupported(
-            (*path, "whenUnsatisfiable"), "" if when is None else when, _WHEN_UNSATISFIABLE
-        )
+    check_supported("" if when is None else when, _WHEN_UNSATISFIABLE, (*path, "whenUnsatisfiable"))
 
     selector = parse_label_selector(obj.get("labelSelector"), (*path, "labelSelector"))
     selector_keys: set[str] = set()
@@ -212,35 +198,27 @@ def parse_topology_spread_constraint(
 
     min_domains = _int32(obj, "minDomains", path, validate)
     if validate and min_domains is not None and when != DO_NOT_SCHEDULE:
-        raise FieldError(
+        raise invalid_issue(
             (*path, "minDomains"),
-            f"Invalid value: {min_domains}: can only use minDomains if "
-            f"whenUnsatisfiable={DO_NOT_SCHEDULE}, not {when}",
-        )
+            min_domains,
+            f"can only use minDomains if whenUnsatisfiable={DO_NOT_SCHEDULE}, not {when}",
+        ).as_error()
 
     affinity_policy = _optional_choice(obj, "nodeAffinityPolicy", _POLICIES, path)
     taints_policy = _optional_choice(obj, "nodeTaintsPolicy", _POLICIES, path)
 
-    raw_keys = obj.get("matchLabelKeys")
-    if raw_keys is None:
-        raw_keys = []
-    if not isinstance(raw_keys, list):
-        raise FieldError((*path, "matchLabelKeys"), f"expected a list, got {raw_keys!r}")
+    raw_keys = optional_list(obj.get("matchLabelKeys"), (*path, "matchLabelKeys"))
     for i, key in enumerate(raw_keys):
         where = (*path, "matchLabelKeys", i)
-        if not isinstance(key, str):
-            raise FieldError(where, f"expected a string, got {key!r}")
+        # checked item by item so the first bad entry is the one reported
+        required_string(key, where)
         if not validate:
             continue
-        errors = label_key_errors(key)
-        if errors:
-            raise FieldError(where, f"Invalid value: {json.dumps(key)}: {'; '.join(errors)}")
+        check_label_key(key, where)
         if key in selector_keys:
-            raise FieldError(
-                where,
-                f"Invalid value: {json.dumps(key)}: "
-                "exists in both matchLabelKeys and labelSelector",
-            )
+            raise invalid_issue(
+                where, key, "exists in both matchLabelKeys and labelSelector"
+            ).as_error()
 
     return TopologySpreadConstraint(
         max_skew=max_skew,
@@ -259,13 +237,9 @@ def parse_topology_spread_constraints(
 ) -> tuple[TopologySpreadConstraint, ...]:
     """Parse a pod's whole list; validation also rejects a repeated {topologyKey, action}."""
     path = tuple(path)
-    if obj is None:
-        return ()
-    if not isinstance(obj, list):
-        raise FieldError(path, f"expected a list, got {type(obj).__name__}")
     out = tuple(
         parse_topology_spread_constraint(c, (*path, i), validate=validate)
-        for i, c in enumerate(obj)
+        for i, c in enumerate(optional_list(obj, path))
     )
     if not validate:
         return out
@@ -273,10 +247,9 @@ def parse_topology_spread_constraints(
     for i, c in enumerate(out):
         pair = (c.topology_key, c.when_unsatisfiable)
         if pair in seen:
-            raise FieldError(
-                (*path, seen[pair], "{topologyKey, whenUnsatisfiable}"),
-                f'Duplicate value: "{{{pair[0]}, {pair[1]}}}"',
-            )
+            raise duplicate_issue(
+                (*path, seen[pair], "{topologyKey, whenUnsatisfiable}"), f"{{{pair[0]}, {pair[1]}}}"
+            ).as_error()
         seen[pair] = i
     return out
 

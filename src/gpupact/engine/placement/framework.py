@@ -136,7 +136,7 @@ def explain_fit(pod: Pod, cluster: ClusterView, nodes: Iterable[Node] | None = N
     candidates = list(cluster.nodes if nodes is None else nodes)
     spread = None
     if pod.topology_spread_constraints:
-        spread = pts.prefilter(pod, cluster.nodes, [p for p in cluster.pods if p.assigned])
+        spread = pts.prefilter(pod, cluster.nodes, [p for p in cluster.pods if p.holds_resources])
     verdicts = tuple(
         filter_node(pod, n, cluster.node_resources[n.name], spread) for n in candidates
     )

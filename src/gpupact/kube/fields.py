@@ -1,0 +1,126 @@
+"""Typed fields read from decoded JSON/YAML, one reader per Go type.
+
+Every parser in gpupact.kube reads its input through these, so a bad shape is rejected the
+same way everywhere: `FieldError(path, "expected <type>, got <what>")`, the path naming the
+field. A missing or null field (`None`) is handled by the caller's choice of reader: the Go
+zero value (`optional_mapping`, `optional_list`, `string`, `integer`), kept as None where
+upstream tells nil from empty (`list_or_none`, `optional_string`, `optional_integer`), or an
+error (`mapping`, `required_string`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from gpupact.errors import FieldError, PathPart
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_INT_BOUNDS = {32: (INT32_MIN, INT32_MAX), 64: (INT64_MIN, INT64_MAX)}
+
+
+def _type_name(obj: object) -> str:
+    return type(obj).__name__
+
+
+# --- objects ---------------------------------------------------------------------------------
+
+
+def mapping(
+    obj: object, path: Sequence[PathPart], *, known: Collection[str] | None = None
+) -> Mapping[str, Any]:
+    """A JSON object (None is an error). With `known`, any other key is an unknown field (the
+    strict decoding upstream applies to selectors)."""
+    if not isinstance(obj, Mapping):
+        raise FieldError(path, f"expected an object, got {_type_name(obj)}")
+    if known is not None:
+        for key in obj:
+            if key not in known:
+                raise FieldError((*path, str(key)), f'unknown field "{key}"')
+    return obj
+
+
+def optional_mapping(obj: object, path: Sequence[PathPart]) -> Mapping[str, Any]:
+    """A JSON object; a missing one reads as empty (a nil struct pointer)."""
+    return {} if obj is None else mapping(obj, path)
+
+
+def string_map(obj: object, path: Sequence[PathPart]) -> dict[str, str]:
+    """A `map[string]string` (labels, annotations, nodeSelector); missing reads as empty."""
+    out: dict[str, str] = {}
+    for key, value in optional_mapping(obj, path).items():
+        if not isinstance(key, str):
+            raise FieldError(path, f"expected string keys, got {_type_name(key)}")
+        out[key] = required_string(value, (*path, key))
+    return out
+
+
+# --- lists -----------------------------------------------------------------------------------
+
+
+def list_or_none(obj: object, path: Sequence[PathPart]) -> Sequence[Any] | None:
+    """A JSON array, or None for a missing one (upstream tells a nil slice from an empty one)."""
+    if obj is None:
+        return None
+    if not isinstance(obj, list | tuple):
+        raise FieldError(path, f"expected a list, got {_type_name(obj)}")
+    return obj
+
+
+def optional_list(obj: object, path: Sequence[PathPart]) -> Sequence[Any]:
+    """A JSON array; a missing one reads as empty."""
+    items = list_or_none(obj, path)
+    return () if items is None else items
+
+
+def string_list(obj: object, path: Sequence[PathPart]) -> tuple[str, ...] | None:
+    """A `[]string`, None for a missing one; every item must be a string."""
+    items = list_or_none(obj, path)
+    if items is None:
+        return None
+    return tuple(required_string(item, (*path, i)) for i, item in enumerate(items))
+
+
+# --- scalars ---------------------------------------------------------------------------------
+
+
+def required_string(obj: object, path: Sequence[PathPart]) -> str:
+    """A string that must be there (a list item, a map value, or a field read with a default)."""
+    if not isinstance(obj, str):
+        raise FieldError(path, f"expected a string, got {_type_name(obj)}")
+    return obj
+
+
+def optional_string(obj: object, path: Sequence[PathPart]) -> str | None:
+    """A string, or None for a missing one (a `*string`)."""
+    return None if obj is None else required_string(obj, path)
+
+
+def string(obj: object, path: Sequence[PathPart], default: str = "") -> str:
+    """A string; a missing one reads as `default` (Go's zero value "" unless upstream defaults)."""
+    return default if obj is None else required_string(obj, path)
+
+
+def optional_integer(
+    obj: object, path: Sequence[PathPart], *, bits: int | None = None
+) -> int | None:
+    """An integer (never a bool or a float), or None for a missing one; with `bits` (32 or 64)
+    it must fit the Go int type of that width."""
+    if obj is None:
+        return None
+    if isinstance(obj, bool) or not isinstance(obj, int):
+        raise FieldError(path, f"expected an integer, got {obj!r}")
+    if bits is not None:
+        low, high = _INT_BOUNDS[bits]
+        if not low <= obj <= high:
+            raise FieldError(path, f"must fit in an int{bits}, got {obj}")
+    return obj
+
+
+def integer(
+    obj: object, path: Sequence[PathPart], default: int = 0, *, bits: int | None = None
+) -> int:
+    """An integer as `optional_integer`; a missing one reads as `default`."""
+    value = optional_integer(obj, path, bits=bits)
+    return default if value is None else value
