@@ -1,0 +1,211 @@
+"""Output files and `gpupact compile` end to end: determinism, layout, atomic replace, refusal
+to overwrite what gpupact did not write, exit codes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from compile_helpers import ACME, AFTER_EXPIRY, BEFORE_EXPIRY, ROOT, compile_acme
+from typer.testing import CliRunner
+
+import gpupact.cli.compile  # noqa: F401  (registers the command; the lead wires _register)
+from gpupact.cli.main import app
+from gpupact.compile import render_files, write_bundle
+from gpupact.compile.writer import MARKER, OutputRefused
+
+FLAWED = ROOT / "examples" / "acme" / "contract-flawed.yaml"
+NOW = "2026-06-01T00:00:00Z"
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, ["compile", *args])
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+# --- determinism ----------------------------------------------------------------------------
+
+
+def test_compiling_twice_gives_byte_identical_files(tmp_path):
+    for name in ("a", "b"):
+        result = run(str(ACME), "-o", str(tmp_path / name), "--now", NOW)
+        assert result.exit_code == 0, result.output
+    first, second = tree(tmp_path / "a"), tree(tmp_path / "b")
+    assert first == second
+    assert render_files(compile_acme()) == render_files(compile_acme())
+
+
+def test_output_depends_on_now_only_through_active_raises(tmp_path):
+    before = render_files(compile_acme())
+    later = BEFORE_EXPIRY.replace(month=12)  # still before 2026-12-31
+    assert render_files(compile_acme(later)) == before
+    after = render_files(compile_acme(AFTER_EXPIRY))
+    changed = sorted(k for k in before if before[k] != after.get(k))
+    assert changed == ["10-kueue.yaml", MARKER]
+
+
+def test_no_timestamps_or_paths_in_output():
+    for name, text in render_files(compile_acme()).items():
+        assert "creationTimestamp" not in text, name
+        assert str(ROOT) not in text, name
+
+
+# --- layout ---------------------------------------------------------------------------------
+
+
+def test_layout_kustomization_and_marker(tmp_path):
+    written = write_bundle(compile_acme(), tmp_path / "out")
+    out = tmp_path / "out"
+    files = tree(out)
+    assert set(written) == set(files)
+    kustomization = yaml.safe_load(files["kustomization.yaml"])
+    assert kustomization["resources"] == [
+        "00-namespaces.yaml",
+        "10-kueue.yaml",
+        "20-volcano.yaml",
+        "30-karpenter.yaml",
+        "40-core.yaml",
+        "50-leaderworkerset.yaml",
+    ]
+    images = {i["name"] for i in kustomization["images"]}
+    assert "registry.invalid/gpupact/cs-agent" in images
+    marker = json.loads(files[MARKER])
+    assert marker["contract"] == "acme"
+    for rel, digest in marker["files"].items():
+        assert hashlib.sha256(files[rel]).hexdigest() == digest
+    docs = list(yaml.safe_load_all(files["40-core.yaml"]))
+    assert all({"apiVersion", "kind", "metadata"} <= set(d) for d in docs)
+    kinds = [d["kind"] for d in docs]
+    assert kinds.index("PriorityClass") < kinds.index("Deployment")
+    patch = yaml.safe_load(files["node-patches/gpu-inference.yaml"])
+    assert patch["spec"]["taints"][0]["value"] == "online-infer"
+    assert "&id" not in files["50-leaderworkerset.yaml"].decode()  # no YAML anchors
+
+
+def test_json_format_writes_lists(tmp_path):
+    result = run(str(ACME), "-o", str(tmp_path / "out"), "--format", "json", "--now", NOW)
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "out"
+    kustomization = yaml.safe_load((out / "kustomization.yaml").read_text())
+    assert all(r.endswith(".json") for r in kustomization["resources"])
+    kueue = json.loads((out / "10-kueue.json").read_text())
+    assert (kueue["apiVersion"], kueue["kind"]) == ("v1", "List")
+    cq = next(i for i in kueue["items"] if i["metadata"]["name"] == "finance-gpu")
+    assert cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == 16
+
+
+def test_recompiling_replaces_the_previous_output(tmp_path):
+    out = tmp_path / "out"
+    assert run(str(ACME), "-o", str(out), "--now", NOW).exit_code == 0
+    assert run(str(ACME), "-o", str(out), "--now", NOW, "--format", "json").exit_code == 0
+    names = set(tree(out))
+    assert "40-core.json" in names and "40-core.yaml" not in names
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no staging left behind
+
+
+# --- refusing to overwrite, atomicity -------------------------------------------------------
+
+
+def test_refuses_a_directory_gpupact_did_not_write(tmp_path):
+    out = tmp_path / "manifests"
+    out.mkdir()
+    (out / "mine.yaml").write_text("keep: me\n")
+    result = run(str(ACME), "-o", str(out), "--now", NOW)
+    assert result.exit_code == 2
+    assert "not written by gpupact compile" in result.stderr
+    assert tree(out) == {"mine.yaml": b"keep: me\n"}
+
+
+def test_refuses_foreign_files_inside_its_own_output(tmp_path):
+    out = tmp_path / "out"
+    write_bundle(compile_acme(), out)
+    (out / "extra.yaml").write_text("x: 1\n")
+    with pytest.raises(OutputRefused, match=r"extra\.yaml"):
+        write_bundle(compile_acme(), out)
+    assert (out / "extra.yaml").exists()
+
+
+def test_refuses_a_file_and_accepts_an_empty_directory(tmp_path):
+    target = tmp_path / "file"
+    target.write_text("x")
+    result = run(str(ACME), "-o", str(target), "--now", NOW)
+    assert result.exit_code == 2 and "not a directory" in result.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert run(str(ACME), "-o", str(empty), "--now", NOW).exit_code == 0
+    assert (empty / MARKER).exists()
+
+
+def test_a_failed_write_leaves_the_previous_output_intact(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    write_bundle(compile_acme(), out)
+    before = tree(out)
+    calls = {"n": 0}
+    real = Path.write_text
+
+    def flaky(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise OSError("disk full")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", flaky)
+    with pytest.raises(OSError, match="disk full"):
+        write_bundle(compile_acme(), out, "json")
+    monkeypatch.undo()
+    assert tree(out) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+
+def test_raise_without_expiry_is_located_bad_input(tmp_path):
+    result = run(str(FLAWED), "-o", str(tmp_path / "out"), "--now", NOW)
+    assert result.exit_code == 2
+    assert "contract-flawed.yaml:" in result.stderr
+    assert "raises[0].expires" in result.stderr and "no expiry" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.yaml"], "missing.yaml"),
+        ([str(ACME), "--now", "tomorrow"], "--now"),
+        ([str(ACME), "--now", "2026-06-01T00:00:00"], "no timezone"),
+        ([str(ACME), "--node-class", "EC2NodeClass"], "--node-class"),
+        ([str(ACME), "-f", str(ACME)], "give the contract file once"),
+        ([], "missing contract file"),
+    ],
+)
+def test_bad_input_exits_2(tmp_path, args, message):
+    result = run(*args, "-o", str(tmp_path / "out"))
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_schema_errors_are_listed_one_per_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    data = yaml.safe_load(ACME.read_text())
+    data["pools"][0]["nodes"]["max"] = "six"
+    data["services"][0]["replicas"]["min"] = -1
+    bad.write_text(yaml.safe_dump(data))
+    result = run(str(bad), "-o", str(tmp_path / "out"))
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(lines) == 2, result.stderr
+
+
+def test_success_message(tmp_path):
+    result = run(str(ACME), "-o", str(tmp_path / "out"), "--now", NOW)
+    assert result.exit_code == 0
+    assert "compiled contract acme: 46 objects" in result.stdout
+    assert "kubectl apply -k" in result.stdout
