@@ -1,0 +1,398 @@
+"""One KAI-Scheduler session: snapshot in, actions once in order, decisions out.
+
+Plugins are KAI's default tiers, reduced to what decides these semantics: `proportion`
+(fair share, queue order, reclaim rules, quota checks), `priority` and `elastic` (job
+order), node fit (the kube filters of `predicates` and KAI's idle / releasing accounting)
+and binpacking node order. Job creation times are injected through the PodGroups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from gpupact.engine.gang import (
+    ACTIVE_ALLOCATED_STATUSES,
+    ACTIVE_USED_STATUSES,
+    ALLOCATED_STATUSES,
+    Op,
+    Operation,
+    Statement,
+    TaskStatus,
+)
+from gpupact.engine.kai import fairshare as fs
+from gpupact.engine.kai.model import (
+    GPU,
+    JobView,
+    KaiJob,
+    KaiNode,
+    KaiPodGroup,
+    KaiQueue,
+    KaiTask,
+    node_quantities,
+    task_less,
+)
+from gpupact.engine.volcano.node_fit import static_fit
+from gpupact.kube.objects import Node, Pod
+
+
+class NotModelledError(ValueError):
+    """A KAI configuration or action this model does not implement."""
+
+
+@dataclass(frozen=True, slots=True)
+class KaiConfig:
+    """Session knobs the upstream tests set."""
+
+    allow_consolidating_reclaim: bool = True
+    max_consolidation_preemptees: int = -1  # -1: no limit; 0: consolidation off
+    staleness_grace_period: float = 60.0  # seconds; negative: never evict stale gangs
+    k_value: int = 1
+    saturation_multiplier: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class KaiResult:
+    binds: Mapping[str, str]  # pod key -> node (status Binding)
+    evicted: tuple[str, ...]  # pod keys this session left Releasing (sorted)
+    pipelined: Mapping[str, str]  # pod key -> node it waits for
+    relocated: Mapping[str, str]  # running pod key -> the other node it was moved to
+    statuses: Mapping[str, TaskStatus]  # pod key -> status after the session
+
+
+class KaiSession:
+    def __init__(
+        self,
+        *,
+        nodes: Sequence[Node],
+        pods: Sequence[Pod],
+        podgroups: Sequence[KaiPodGroup],
+        queues: Sequence[KaiQueue],
+        config: KaiConfig | None = None,
+        now: float = 0.0,
+    ) -> None:
+        self.config = config or KaiConfig()
+        self.now = now
+        self.nodes: dict[str, KaiNode] = {}
+        for node in nodes:
+            if node.name in self.nodes:
+                raise ValueError(f"duplicate node {node.name}")
+            self.nodes[node.name] = KaiNode(node)
+        self.queue_specs = {q.name: q for q in queues}
+        self.queues = fs.queue_shares(queues)
+        self.jobs: dict[str, KaiJob] = {}
+        for pg in podgroups:
+            if pg.key in self.jobs:
+                raise ValueError(f"duplicate PodGroup {pg.key}")
+            if pg.queue not in self.queues:
+                raise ValueError(f"PodGroup {pg.key} is in unknown queue {pg.queue!r}")
+            self.jobs[pg.key] = KaiJob(pg)
+        self.tasks: dict[str, KaiTask] = {}
+        for pod in pods:
+            self._add_pod(pod)
+        self.initial = {k: (t.status, t.node_name) for k, t in self.tasks.items()}
+        self.total = fs.zero()
+        for node in self.nodes.values():
+            self.total = fs.added(self.total, node_quantities(node.node))
+        self._account_usage()
+        fs.set_fair_shares(self.queues, self.total, self.config.k_value)
+        self.simulation_queues: dict[str, fs.QueueShare] = {}
+        self.binds: dict[str, str] = {}
+        self.evictions: list[str] = []
+
+    def _add_pod(self, pod: Pod) -> None:
+        task = KaiTask.from_pod(pod)
+        if task.key in self.tasks:
+            raise ValueError(f"duplicate pod {task.key}")
+        self.tasks[task.key] = task
+        if task.node_name and task.status in ACTIVE_USED_STATUSES:
+            node = self.nodes.get(task.node_name)
+            if node is None:
+                raise ValueError(f"pod {task.key} is bound to unknown node {task.node_name}")
+            node.add_task(task)
+        job = self.jobs.get(task.job)
+        if job is not None:
+            job.tasks[task.uid] = task
+
+    def _account_usage(self) -> None:
+        """Queue allocated / requested amounts, summed up the tree."""
+        for job in self.jobs.values():
+            for task in job.tasks.values():
+                amounts = task.quantities
+                for queue in fs.ancestry(self.queues, job.queue):
+                    for r in fs.RESOURCES:
+                        share = queue.shares[r]
+                        if task.status in ALLOCATED_STATUSES:
+                            share.allocated += amounts[r]
+                            share.request += amounts[r]
+                            if not job.preemptible:
+                                share.allocated_not_preemptible += amounts[r]
+                        elif task.status is TaskStatus.PENDING:
+                            share.request += amounts[r]
+
+    # --- ordering ------------------------------------------------------------------------------
+
+    def job_less(self, left: JobView, right: JobView) -> bool:
+        """priority (desc), then elastic state (below minimum first), then creation."""
+        if left.priority != right.priority:
+            return left.priority > right.priority
+        l_state, r_state = _min_state(left), _min_state(right)
+        if l_state != r_state:
+            return l_state < r_state
+        if left.creation != right.creation:
+            return left.creation < right.creation
+        return left.uid < right.uid
+
+    def tasks_to_allocate(self, view: JobView, real: bool) -> list[KaiTask]:
+        """The pods the job places next: up to its minimum while below it, else one."""
+        candidates = [t for t in view.tasks if t.should_allocate(real)]
+        candidates = _sorted(candidates, task_less)
+        allocated = view.active_allocated()
+        if allocated >= view.min_available:
+            count = min(len(candidates), 1)
+        else:
+            count = view.min_available - allocated
+        return candidates[:count]
+
+    def requested(self, view: JobView | None, real: bool = False) -> fs.Quantities:
+        total = fs.zero()
+        if view is None:
+            return total
+        for task in self.tasks_to_allocate(view, real):
+            total = fs.added(total, task.quantities)
+        return total
+
+    def tasks_to_evict(self, view: JobView) -> tuple[list[KaiTask], bool]:
+        """A job above its minimum gives up one pod (its last in task order); a job at or
+        below it gives up all of them: a gang is never left partly running."""
+        active = [t for t in view.tasks if t.status in ACTIVE_ALLOCATED_STATUSES]
+        active = _sorted(active, lambda a, b: task_less(b, a))
+        count = 1 if len(active) > view.min_available else len(active)
+        chosen = active[:count]
+        return chosen, len(chosen) < len(active)
+
+    def queue_less(
+        self,
+        left: str,
+        right: str,
+        left_job: JobView | None,
+        right_job: JobView | None,
+        left_victims: Sequence[JobView],
+        right_victims: Sequence[JobView],
+    ) -> bool:
+        return (
+            fs.queue_order(
+                self.queues[left],
+                self.queues[right],
+                self.requested(left_job),
+                self.requested(right_job),
+                _sum_allocated(left_victims),
+                _sum_allocated(right_victims),
+                self.total,
+            )
+            < 0
+        )
+
+    def ordered_nodes(self, task: KaiTask, nodes: Iterable[KaiNode]) -> list[KaiNode]:
+        """Binpack: the node with the least free of what the task asks for first (GPUs for
+        a GPU pod, else cpu); equal nodes keep their order."""
+        resource = GPU if task.requires_gpu else "cpu"
+
+        def free(node: KaiNode) -> int:
+            return node.idle.get(resource, 0) + node.releasing.get(resource, 0)
+
+        return sorted(nodes, key=free)
+
+    # --- node fit ------------------------------------------------------------------------------
+
+    def fitting_node(self, task: KaiTask, node: KaiNode) -> bool:
+        if not node.fits_idle_or_releasing(task):
+            return False
+        if node.max_pods and len(node.tasks) >= node.max_pods and task.key not in node.tasks:
+            return False
+        return static_fit(task.placement_pod, node.node).ok
+
+    # --- statements ----------------------------------------------------------------------------
+
+    def statement(self) -> Statement:
+        return Statement(self)
+
+    def _set_status(self, task: KaiTask, status: TaskStatus) -> None:
+        task.status = status
+
+    def _notify(self, task: KaiTask, sign: int) -> None:
+        """proportion's allocate / deallocate handlers: the queue tree's allocated amounts."""
+        job = self.jobs.get(task.job)
+        if job is None:
+            return
+        amounts = task.quantities
+        for queue in fs.ancestry(self.queues, job.queue):
+            for r in fs.RESOURCES:
+                share = queue.shares[r]
+                share.allocated += sign * amounts[r]
+                if not job.preemptible:
+                    share.allocated_not_preemptible += sign * amounts[r]
+
+    def _apply_evict(self, task: KaiTask) -> None:
+        self._set_status(task, TaskStatus.RELEASING)
+        self.nodes[task.node_name].update_task(task)
+        self._notify(task, -1)
+        task.virtual = True
+
+    def evict(self, stmt: Statement, task: KaiTask, reason: str = "") -> None:
+        previous, was_virtual = task.status, task.virtual
+        node = self.nodes[task.node_name]
+        self._apply_evict(task)
+
+        def undo() -> None:
+            self._set_status(task, previous)
+            if task.key in node.tasks:
+                node.update_task(task)
+            else:
+                node.add_task(task)
+            self._notify(task, 1)
+            task.virtual = was_virtual
+
+        stmt.record(Op.EVICT, task, node.name, undo, reason)
+
+    def pipeline(
+        self, stmt: Statement, task: KaiTask, node_name: str, update_existing: bool
+    ) -> None:
+        node = self.nodes[node_name]
+        if task.key in node.tasks and not update_existing:
+            # an evicted pod placed back on its own node: the eviction is simply undone
+            if not stmt.revoke(Op.EVICT, task, lambda: self._apply_evict(task)):
+                raise ValueError(f"{task.key} is already on {node_name}")
+            return
+        previous, previous_node, was_virtual = task.status, task.node_name, task.virtual
+        self._set_status(task, TaskStatus.PIPELINED)
+        task.node_name = node_name
+        if task.key in node.tasks:
+            node.update_task(task)
+        else:
+            node.add_task(task)
+        self._notify(task, 1)
+        task.virtual = True
+
+        def undo() -> None:
+            self._set_status(task, previous)
+            task.node_name = previous_node
+            task.virtual = was_virtual
+            node.remove_task(task)
+            self._notify(task, -1)
+
+        stmt.record(Op.PIPELINE, task, node_name, undo)
+
+    def allocate(self, stmt: Statement, task: KaiTask, node_name: str) -> None:
+        node = self.nodes[node_name]
+        was_virtual = task.virtual
+        self._set_status(task, TaskStatus.ALLOCATED)
+        task.node_name = node_name
+        node.add_task(task)
+        self._notify(task, 1)
+        task.virtual = True
+
+        def undo() -> None:
+            self._set_status(task, TaskStatus.PENDING)
+            node.remove_task(task)
+            task.node_name = ""
+            task.virtual = was_virtual
+            self._notify(task, -1)
+
+        stmt.record(Op.ALLOCATE, task, node_name, undo)
+
+    def convert_allocated_to_pipelined(self, stmt: Statement, job: KaiJob) -> None:
+        """A gang that has to wait for releasing resources waits as a whole: its pods
+        allocated this session are pipelined to the same nodes instead."""
+        allocations = [
+            op
+            for op in stmt.operations
+            if op.kind is Op.ALLOCATE and op.task.job == job.uid and not op.revoked
+        ]
+        for op in allocations:
+            node_name = op.task.node_name
+            op.undo()
+            stmt.operations.remove(op)
+            self.pipeline(stmt, op.task, node_name, True)
+
+    def commit_operation(self, op: Operation) -> None:
+        task: KaiTask = op.task
+        if op.kind is Op.EVICT:
+            self.evictions.append(task.key)
+            task.virtual = False
+        elif op.kind is Op.ALLOCATE:
+            self.binds[task.key] = task.node_name
+            self._set_status(task, TaskStatus.BINDING)
+            task.virtual = False
+        elif op.kind is Op.PIPELINE:
+            task.virtual = False
+
+    def evict_now(self, task: KaiTask, reason: str) -> None:
+        """Evict outside any statement (stale gang eviction)."""
+        stmt = self.statement()
+        self.evict(stmt, task, reason)
+        stmt.commit()
+
+    # --- running -------------------------------------------------------------------------------
+
+    def run(self, actions: Sequence[str]) -> KaiResult:
+        from gpupact.engine.kai.actions import ACTIONS
+
+        for name in actions:
+            if name not in ACTIONS:
+                raise NotModelledError(f"action {name!r}")
+        for name in actions:
+            ACTIONS[name](self)
+        return self.result()
+
+    def result(self) -> KaiResult:
+        tasks = [self.tasks[k] for k in sorted(self.tasks)]
+        evicted, relocated = [], {}
+        for task in tasks:
+            was, on = self.initial[task.key]
+            if task.status is TaskStatus.RELEASING and was is not TaskStatus.RELEASING:
+                evicted.append(task.key)
+            moved = task.status is TaskStatus.PIPELINED and was in ACTIVE_ALLOCATED_STATUSES
+            if moved and task.node_name != on:
+                relocated[task.key] = task.node_name
+        return KaiResult(
+            binds=dict(self.binds),
+            evicted=tuple(evicted),
+            pipelined={t.key: t.node_name for t in tasks if t.status is TaskStatus.PIPELINED},
+            relocated=relocated,
+            statuses={t.key: t.status for t in tasks},
+        )
+
+    def views(self, jobs: Iterable[KaiJob]) -> list[JobView]:
+        return [JobView.whole(j) for j in jobs]
+
+
+def _min_state(view: JobView) -> int:
+    """0 below its minimum, 1 exactly at it, 2 above (elastic plugin's order)."""
+    allocated = view.active_allocated()
+    if allocated < view.min_available:
+        return 0
+    return 1 if allocated == view.min_available else 2
+
+
+def _sum_allocated(views: Sequence[JobView]) -> fs.Quantities:
+    total = fs.zero()
+    for view in views:
+        total = fs.added(total, view.allocated_quantities())
+    return total
+
+
+def _sorted(items: list, less: Callable) -> list:
+    from functools import cmp_to_key
+
+    return sorted(
+        items, key=cmp_to_key(lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0))
+    )
+
+
+__all__ = [
+    "KaiConfig",
+    "KaiResult",
+    "KaiSession",
+    "NotModelledError",
+]
