@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 from gpupact.kube.status import Status
 
+# upstream ErrNoNodesAvailable: the scheduler's answer when the cluster has no node at all
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
 
 @dataclass(frozen=True, slots=True)
 class Reason:
@@ -39,14 +42,29 @@ def fit_error_message(
     """`0/N nodes are available: <prefilter>. <histogram>. <postfilter>.` as kube-scheduler
     prints it: each reason counted over nodes, rendered "<count> <reason>" and sorted as
     strings (so "10 x" sorts before "2 y", exactly like Go's sort.Strings)."""
+    counts: Counter[str] = Counter()
+    for status in node_statuses.values():
+        counts.update(status.reasons)
+    return fit_error_message_from_counts(
+        num_all_nodes, counts, prefilter_msg=prefilter_msg, postfilter_msg=postfilter_msg
+    )
+
+
+def fit_error_message_from_counts(
+    num_all_nodes: int,
+    reason_counts: Mapping[str, int],
+    *,
+    prefilter_msg: str = "",
+    postfilter_msg: str = "",
+) -> str:
+    """`fit_error_message` from reason -> node count (the vectorised engine counts directly)."""
+    if num_all_nodes == 0:
+        return NO_NODES_AVAILABLE
     msg = f"0/{num_all_nodes} nodes are available:"
     if prefilter_msg:
         msg += f" {prefilter_msg}."
     else:
-        counts: Counter[str] = Counter()
-        for status in node_statuses.values():
-            counts.update(status.reasons)
-        histogram = sorted(f"{n} {reason}" for reason, n in counts.items())
+        histogram = sorted(f"{n} {reason}" for reason, n in reason_counts.items() if n)
         if histogram:
             msg += f" {', '.join(histogram)}."
     if postfilter_msg:
