@@ -13,6 +13,7 @@ from typing import Any
 
 from gpupact.errors import FieldError
 from gpupact.kube.fields import integer, optional_list, optional_mapping, string, string_map
+from gpupact.kube.pod_affinity import PodAffinity, parse_pod_affinity
 from gpupact.kube.requests import (
     PodFootprint,
     PodResources,
@@ -60,6 +61,9 @@ class Pod:
     scheduler_name: str = DEFAULT_SCHEDULER
     node_selector: Mapping[str, str] = field(default_factory=dict)
     node_affinity: NodeAffinity | None = None
+    # inter-pod terms, parsed once (None: no term); see gpupact.kube.pod_affinity
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
     tolerations: tuple[Toleration, ...] = ()
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     resources: PodResources = field(default_factory=PodResources)
@@ -83,6 +87,11 @@ class Pod:
     @property
     def required_node_affinity(self) -> RequiredNodeAffinity:
         return RequiredNodeAffinity(self.node_selector or None, self.node_affinity)
+
+    @property
+    def has_inter_pod_affinity(self) -> bool:
+        """Declares pod affinity or anti-affinity terms (required or preferred)."""
+        return self.pod_affinity is not None or self.pod_anti_affinity is not None
 
     @property
     def assigned(self) -> bool:
@@ -152,11 +161,13 @@ def parse_pod(obj: dict[str, Any]) -> Pod:
 
     affinity = optional_mapping(spec.get("affinity"), ("spec", "affinity"))
     priority = integer(spec.get("priority"), ("spec", "priority"))
+    namespace = string(meta.get("namespace"), ("metadata", "namespace"), "default") or "default"
+    labels = string_map(meta.get("labels"), ("metadata", "labels"))
     return Pod(
         name=name,
-        namespace=string(meta.get("namespace"), ("metadata", "namespace"), "default") or "default",
+        namespace=namespace,
         uid=string(meta.get("uid"), ("metadata", "uid")),
-        labels=string_map(meta.get("labels"), ("metadata", "labels")),
+        labels=labels,
         annotations=string_map(meta.get("annotations"), ("metadata", "annotations")),
         node_name=string(spec.get("nodeName"), ("spec", "nodeName")),
         phase=string(status.get("phase"), ("status", "phase"), "Pending") or "Pending",
@@ -170,6 +181,15 @@ def parse_pod(obj: dict[str, Any]) -> Pod:
         node_selector=string_map(spec.get("nodeSelector"), ("spec", "nodeSelector")),
         node_affinity=parse_node_affinity(
             affinity.get("nodeAffinity"), ("spec", "affinity", "nodeAffinity")
+        ),
+        pod_affinity=parse_pod_affinity(
+            affinity.get("podAffinity"), namespace, labels, ("spec", "affinity", "podAffinity")
+        ),
+        pod_anti_affinity=parse_pod_affinity(
+            affinity.get("podAntiAffinity"),
+            namespace,
+            labels,
+            ("spec", "affinity", "podAntiAffinity"),
         ),
         tolerations=tuple(parse_tolerations(spec.get("tolerations"), ("spec", "tolerations"))),
         topology_spread_constraints=parse_topology_spread_constraints(

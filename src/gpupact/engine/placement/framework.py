@@ -9,6 +9,8 @@ Chain: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodeResources
 GPUDevices (device-level fit: model, sharing, free devices / GPU-milli / MIG slices, NVLink;
 where upstream runs DynamicResources), PodTopologySpread, InterPodAffinity. Volume and port
 plugins have nothing to check for pods without host ports or volumes in a snapshot.
+`filter_node_static` is the chain's first four (pod and node only); `filter_node` runs it
+first, so gang sessions and preemption share this one implementation.
 
 Pods in Succeeded/Failed phase hold nothing and are invisible to every plugin, as in the
 scheduler's cache.
@@ -186,10 +188,14 @@ class ClusterView:
     namespace_labels: Mapping[str, Mapping[str, str]] | None = None
     node_resources: dict[str, NodeResources] = field(init=False)
     node_devices: dict[str, NodeDevices] = field(init=False)
+    pod_devices: dict[str, tuple[int, ...]] = field(init=False)  # pod key -> devices it holds
+    _node_labels: dict[str, Mapping[str, str]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.node_resources = {}
         self.node_devices = {}
+        self.pod_devices = {}
+        self._node_labels = {node.name: node.labels for node in self.nodes}
         for node in self.nodes:
             alloc = dict(node.allocatable)
             self.node_resources[node.name] = NodeResources(
@@ -212,11 +218,16 @@ class ClusterView:
             except ValueError:
                 continue  # an inconsistent snapshot: the pod's devices stay unknown
             node_devices.allocate(gpu, chosen)
+            self.pod_devices[pod.key] = chosen
 
     @property
     def bound_pods(self) -> list[Pod]:
         """Pods the plugins see: bound to a listed node and not finished."""
         return [p for p in self.pods if p.holds_resources and p.node_name in self.node_resources]
+
+    def existing_pod(self, pod: Pod) -> ipa.ExistingPod:
+        """A bound pod as InterPodAffinity sees it (its terms and its node's labels)."""
+        return ipa.ExistingPod(pod, ipa.pod_affinity_info(pod), self._node_labels[pod.node_name])
 
     def namespace_labels_of(self, namespace: str) -> dict[str, str]:
         labels = dict((self.namespace_labels or {}).get(namespace, {}))
@@ -240,15 +251,7 @@ class ClusterView:
         return cls(nodes, pods, devices, state.namespace_labels)
 
 
-def filter_node(
-    pod: Pod,
-    node: Node,
-    resources: NodeResources,
-    spread: pts.PreFilterState | None,
-    devices: NodeDevices | None = None,
-    gpu: GpuRequest | None = None,
-    affinity: ipa.FilterState | None = None,
-) -> NodeVerdict:
+def _static_failure(pod: Pod, node: Node) -> NodeVerdict | None:
     if node.unschedulable and not tolerations_tolerate_taint(pod.tolerations, UNSCHEDULABLE_TAINT):
         status = Status(
             Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON_NODE_UNSCHEDULABLE,), "NodeUnschedulable"
@@ -266,6 +269,30 @@ def filter_node(
             Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON_NODE_AFFINITY,), "NodeAffinity"
         )
         return NodeVerdict(node.name, status, DETAIL_NODE_AFFINITY)
+    return None
+
+
+def filter_node_static(pod: Pod, node: Node) -> NodeVerdict:
+    """The chain's first four filters (NodeUnschedulable, NodeName, TaintToleration,
+    NodeAffinity): those that read only the pod and the node, never other pods or free
+    resources. Gang sessions (Volcano, KAI) run these and keep resources in their own books."""
+    return _static_failure(pod, node) or NodeVerdict(node.name, SUCCESS)
+
+
+def filter_node(
+    pod: Pod,
+    node: Node,
+    resources: NodeResources,
+    spread: pts.PreFilterState | None,
+    devices: NodeDevices | None = None,
+    gpu: GpuRequest | None = None,
+    affinity: ipa.FilterState | None = None,
+) -> NodeVerdict:
+    """The whole chain on one node, stopping at the first failing plugin. `spread` / `affinity`
+    None skip PodTopologySpread / InterPodAffinity, `devices` or `gpu` None skip GPUDevices."""
+    failure = _static_failure(pod, node)
+    if failure is not None:
+        return failure
     short = fits_request(compute_fit_request(pod.resources, pod_level_resources=True), resources)
     if short:
         return NodeVerdict(node.name, fit_status(short), detail_resources(short), tuple(short))
@@ -288,12 +315,8 @@ def filter_node(
 
 def affinity_prefilter(pod: Pod, cluster: ClusterView) -> ipa.FilterState:
     """InterPodAffinity PreFilter over the cluster's bound pods."""
-    labels_of = {n.name: n.labels for n in cluster.nodes}
-    existing = [
-        ipa.ExistingPod(p, ipa.parse_pod_affinity(p), labels_of[p.node_name])
-        for p in cluster.bound_pods
-    ]
-    return ipa.prefilter(pod, ipa.parse_pod_affinity(pod), existing, cluster.namespace_labels_of)
+    existing = [cluster.existing_pod(p) for p in cluster.bound_pods]
+    return ipa.prefilter(pod, ipa.pod_affinity_info(pod), existing, cluster.namespace_labels_of)
 
 
 def explain_fit(pod: Pod, cluster: ClusterView, nodes: Iterable[Node] | None = None) -> FitResult:
@@ -454,14 +477,11 @@ def score_nodes(
         {n.name: preferred_node_affinity_score(pod.node_affinity, n.name, n.labels) for n in scored}
     )
     spread = spread_scores(pod, cluster, scored)
-    info = ipa.parse_pod_affinity(pod)
-    labels_of = {n.name: n.labels for n in cluster.nodes}
+    info = ipa.pod_affinity_info(pod)
     bound = cluster.bound_pods
     if not info.has_preferred:
-        bound = [p for p in bound if not ipa.parse_pod_affinity(p).empty]
-    existing = [
-        ipa.ExistingPod(p, ipa.parse_pod_affinity(p), labels_of[p.node_name]) for p in bound
-    ]
+        bound = [p for p in bound if p.has_inter_pod_affinity]
+    existing = [cluster.existing_pod(p) for p in bound]
     topology = ipa.topology_scores(
         pod, info, existing, cluster.namespace_labels_of, hard_pod_affinity_weight
     )

@@ -2,20 +2,27 @@
 
 Preemption asks this for every candidate node, first with all potential victims removed, then
 once per victim it tries to keep. `FitCheck` is that question as a callback, so the engine can
-answer it with its vectorised state; `FilterChainFit` answers it with the scalar filter chain
-(`engine.placement.framework.filter_node`), the reference every faster check must agree with.
+answer it with its vectorised state; `FilterChainFit` answers it with the whole scalar filter
+chain (`engine.placement.framework.filter_node`), the reference every faster check must agree
+with.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
-from typing import Protocol
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
-from gpupact.engine.placement.framework import ClusterView, filter_node
+from gpupact.cluster.devices import NodeDevices
+from gpupact.cluster.state import pod_usage
+from gpupact.engine.placement.framework import ClusterView, affinity_prefilter, filter_node
+from gpupact.engine.placement.plugins import inter_pod_affinity as ipa
 from gpupact.kube import topology_spread as pts
 from gpupact.kube.objects import Node, Pod
 from gpupact.kube.requests import NodeResources, PodFootprint
 from gpupact.kube.status import Status
+
+if TYPE_CHECKING:
+    from gpupact.cluster.state import ClusterState
 
 
 class FitCheck(Protocol):
@@ -26,39 +33,81 @@ class FitCheck(Protocol):
 
 
 class FilterChainFit:
-    """FitCheck over the default filter chain: the node's resources minus the removed pods'
-    footprints, and PodTopologySpread counts minus the removed pods (wherever they run).
+    """FitCheck over the default filter chain with the removed pods taken out of every
+    plugin's state: the node's resources (their footprints), its GPU devices (their device
+    usage: whole GPUs, GPU-milli shares, time-slice replicas, MIG slices), and the
+    PodTopologySpread and InterPodAffinity counts (wherever the removed pods run, as
+    upstream's RemovePod on the cloned CycleState).
 
-    PreFilter work (spread counts over the whole cluster) is done once per preemptor and
-    reused for every node and every removal set, like upstream's cloned CycleState."""
+    PreFilter work over the whole cluster (spread and affinity counts) is done once per
+    preemptor and reused for every node and every removal set. A removed pod is recognised
+    by its key: where it runs and which devices it holds come from this check's own view, so
+    the pods may be the caller's own copies of the same pods."""
 
-    __slots__ = ("_assigned", "_footprints", "_nodes", "_spread", "_view")
+    __slots__ = ("_affinity", "_bound", "_footprints", "_nodes", "_spread", "_view")
 
-    def __init__(self, nodes: Sequence[Node], pods: Iterable[Pod]) -> None:
-        pods = list(pods)
-        self._view = ClusterView(nodes, pods)
-        self._nodes = {node.name: node for node in nodes}
-        self._assigned = [p for p in pods if p.assigned]
+    def __init__(
+        self,
+        nodes: Sequence[Node],
+        pods: Iterable[Pod],
+        *,
+        devices: Mapping[str, Sequence[int]] | None = None,
+        namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
+        """`devices`: the devices each GPU pod holds, by pod key (pods not listed are given
+        the default choice, in the order listed)."""
+        self._init(ClusterView(nodes, list(pods), devices, namespace_labels))
+
+    @classmethod
+    def from_view(cls, view: ClusterView) -> FilterChainFit:
+        check = cls.__new__(cls)
+        check._init(view)
+        return check
+
+    @classmethod
+    def from_state(cls, state: ClusterState) -> FilterChainFit:
+        """The check over a ClusterState's active nodes, bound pods and their devices."""
+        return cls.from_view(ClusterView.from_state(state))
+
+    def _init(self, view: ClusterView) -> None:
+        self._view = view
+        self._nodes = {node.name: node for node in view.nodes}
+        self._bound = {pod.key: pod for pod in view.bound_pods}
         self._footprints: dict[str, PodFootprint] = {}
         self._spread: tuple[Pod, pts.PreFilterState] | None = None
+        self._affinity: tuple[Pod, ipa.FilterState] | None = None
+
+    @property
+    def view(self) -> ClusterView:
+        return self._view
 
     def __call__(self, pod: Pod, node: Node, removed: Collection[Pod]) -> Status:
-        resources = self._view.node_resources[node.name]
-        leaving = [p for p in removed if p.node_name == node.name and p.holds_resources]
+        view = self._view
+        # a pod this view does not hold is not running here: removing it changes nothing
+        gone = [self._bound[p.key] for p in removed if p.key in self._bound]
+        leaving = [p for p in gone if p.node_name == node.name]
+        resources = view.node_resources[node.name]
+        devices = view.node_devices[node.name]
+        gpu = pod_usage(pod).gpu
         if leaving:
-            resources = _copy(resources)
+            resources = _copy_resources(resources)
             for victim in leaving:
                 resources.remove_pod(self._footprint(victim))
+            if gpu is not None:
+                devices = self._devices_without(devices, leaving)
         spread = None
         if pod.topology_spread_constraints:
             spread = self._spread_state(pod)
-            if removed:
+            if gone:
                 spread = spread.copy()
-                for victim in removed:
-                    where = self._nodes.get(victim.node_name)
-                    if where is not None:
-                        spread.remove_pod(victim, where)
-        return filter_node(pod, node, resources, spread).status
+                for victim in gone:
+                    spread.remove_pod(victim, self._nodes[victim.node_name])
+        affinity = self._affinity_state(pod)
+        if gone and affinity is not None:
+            affinity = affinity.copy()
+            for victim in gone:
+                affinity.update(view.existing_pod(victim), -1)
+        return filter_node(pod, node, resources, spread, devices, gpu, affinity).status
 
     def _footprint(self, pod: Pod) -> PodFootprint:
         footprint = self._footprints.get(pod.key)
@@ -66,14 +115,34 @@ class FilterChainFit:
             footprint = self._footprints[pod.key] = pod.footprint()
         return footprint
 
+    def _devices_without(self, devices: NodeDevices, leaving: Iterable[Pod]) -> NodeDevices:
+        held = self._view.pod_devices
+        out = NodeDevices(
+            devices.spec, list(devices.used_milli), [dict(d) for d in devices.mig_used]
+        )
+        for victim in leaving:
+            chosen = held.get(victim.key)
+            gpu = pod_usage(victim).gpu
+            if chosen is not None and gpu is not None:
+                out.release(gpu, chosen)
+        return out
+
     def _spread_state(self, pod: Pod) -> pts.PreFilterState:
         if self._spread is None or self._spread[0] is not pod:
-            state = pts.prefilter(pod, list(self._nodes.values()), self._assigned)
+            state = pts.prefilter(pod, self._view.nodes, list(self._bound.values()))
             self._spread = (pod, state)
         return self._spread[1]
 
+    def _affinity_state(self, pod: Pod) -> ipa.FilterState | None:
+        """The preemptor's InterPodAffinity PreFilter counts; None when every node passes
+        whatever leaves (no required terms and no existing pod's anti-affinity matches)."""
+        if self._affinity is None or self._affinity[0] is not pod:
+            self._affinity = (pod, affinity_prefilter(pod, self._view))
+        state = self._affinity[1]
+        return None if state.skip else state
 
-def _copy(resources: NodeResources) -> NodeResources:
+
+def _copy_resources(resources: NodeResources) -> NodeResources:
     return NodeResources(
         allocatable=resources.allocatable,  # never mutated by remove_pod
         allowed_pods=resources.allowed_pods,

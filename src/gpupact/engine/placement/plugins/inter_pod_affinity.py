@@ -1,12 +1,9 @@
 """InterPodAffinity: required pod affinity / anti-affinity (Filter) and preferred terms (Score).
 
 Semantics follow upstream pkg/scheduler/framework/plugins/interpodaffinity (filtering.go,
-scoring.go) and the AffinityTerm helpers of the scheduler framework:
+scoring.go). The terms are the pod's typed fields (`Pod.pod_affinity`, `Pod.pod_anti_affinity`,
+parsed once by `gpupact.kube.pod_affinity`, which also defines when a term matches a pod).
 
-- A term matches a pod when the pod's namespace is in the term's namespaces (default: the
-  owning pod's namespace when neither namespaces nor namespaceSelector is set) or the
-  namespaceSelector selects the pod's namespace, and the labelSelector selects the pod's labels
-  (a missing selector selects nothing; `{}` selects everything).
 - PreFilter counts, per topology pair (key, value of the node an existing pod runs on):
   existing pods whose required anti-affinity terms match the incoming pod; existing pods that
   match *all* the incoming pod's required affinity terms (one count per term key); existing pods
@@ -23,9 +20,6 @@ Namespace labels: every namespace carries kubernetes.io/metadata.name; more come
 ClusterState. Upstream merges a namespaceSelector of the incoming pod into its namespace list
 from the namespaces that exist; every existing pod's namespace exists, so evaluating the
 selector on that pod's namespace labels gives the same answer.
-
-matchLabelKeys / mismatchLabelKeys (merged into the selector by the API server) are merged here
-too when present: `key in (value)` / `key notin (value)` for the pod's own label value.
 """
 
 from __future__ import annotations
@@ -37,16 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from gpupact.errors import FieldError, PathPart
 from gpupact.kube.objects import Node, Pod
-from gpupact.kube.selectors import (
-    IN,
-    NOT_IN,
-    LabelSelector,
-    Requirement,
-    label_key_errors,
-    parse_label_selector,
-)
+from gpupact.kube.pod_affinity import PodAffinityTerm, WeightedPodAffinityTerm
 from gpupact.kube.status import SUCCESS, Code, Status
 
 PLUGIN_NAME = "InterPodAffinity"
@@ -61,38 +47,17 @@ STATUS_ANTI_AFFINITY = Status(Code.UNSCHEDULABLE, (REASON_ANTI_AFFINITY,), PLUGI
 STATUS_EXISTING = Status(Code.UNSCHEDULABLE, (REASON_EXISTING_ANTI_AFFINITY,), PLUGIN_NAME)
 
 
-# --- terms ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class AffinityTerm:
-    namespaces: frozenset[str]
-    selector: LabelSelector | None  # None: selects no pod
-    topology_key: str
-    namespace_selector: LabelSelector | None  # None: selects no namespace
-
-    def matches(
-        self, namespace: str, labels: Mapping[str, str], ns_labels: Mapping[str, str]
-    ) -> bool:
-        if namespace not in self.namespaces and (
-            self.namespace_selector is None or not self.namespace_selector.matches(ns_labels)
-        ):
-            return False
-        return self.selector is not None and self.selector.matches(labels)
-
-
-@dataclass(frozen=True, slots=True)
-class WeightedTerm:
-    term: AffinityTerm
-    weight: int
+# --- terms (parsed once by gpupact.kube.pod_affinity into Pod fields) ---------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class PodAffinityInfo:
-    required_affinity: tuple[AffinityTerm, ...] = ()
-    required_anti_affinity: tuple[AffinityTerm, ...] = ()
-    preferred_affinity: tuple[WeightedTerm, ...] = ()
-    preferred_anti_affinity: tuple[WeightedTerm, ...] = ()
+    """The pod's terms as the plugin walks them: hard and soft, affinity and anti-affinity."""
+
+    required_affinity: tuple[PodAffinityTerm, ...] = ()
+    required_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    preferred_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -111,104 +76,21 @@ class PodAffinityInfo:
 NO_AFFINITY = PodAffinityInfo()
 
 
-def _mapping(obj: Any, path: tuple[PathPart, ...]) -> Mapping[str, Any]:
-    if obj is None:
-        return {}
-    if not isinstance(obj, Mapping):
-        raise FieldError(path, f"expected an object, got {type(obj).__name__}")
-    return obj
-
-
-def _list(obj: Any, path: tuple[PathPart, ...]) -> list[Any]:
-    if obj is None:
-        return []
-    if not isinstance(obj, list):
-        raise FieldError(path, f"expected a list, got {type(obj).__name__}")
-    return obj
-
-
-def _strings(obj: Any, path: tuple[PathPart, ...]) -> tuple[str, ...]:
-    out = []
-    for i, item in enumerate(_list(obj, path)):
-        if not isinstance(item, str):
-            raise FieldError((*path, i), f"expected a string, got {type(item).__name__}")
-        out.append(item)
-    return tuple(out)
-
-
-def parse_affinity_term(
-    obj: Any, pod_namespace: str, pod_labels: Mapping[str, str], path: tuple[PathPart, ...]
-) -> AffinityTerm:
-    body = _mapping(obj, path)
-    topology_key = body.get("topologyKey", "")
-    if not isinstance(topology_key, str) or not topology_key:
-        raise FieldError((*path, "topologyKey"), "Required value: can not be empty")
-    errors = label_key_errors(topology_key)
-    if errors:
-        raise FieldError((*path, "topologyKey"), "; ".join(errors))
-    selector = parse_label_selector(body.get("labelSelector"), (*path, "labelSelector"))
-    extra: list[Requirement] = []
-    for field_name, operator in (("matchLabelKeys", IN), ("mismatchLabelKeys", NOT_IN)):
-        keys = _strings(body.get(field_name), (*path, field_name))
-        if keys and selector is None:
-            raise FieldError((*path, field_name), f"{field_name} needs labelSelector to be set")
-        extra.extend(Requirement(k, operator, (pod_labels[k],)) for k in keys if k in pod_labels)
-    if extra and selector is not None:
-        selector = LabelSelector(
-            selector.match_labels, tuple(selector.match_expressions) + tuple(extra)
-        )
-    namespaces = _strings(body.get("namespaces"), (*path, "namespaces"))
-    ns_selector = parse_label_selector(body.get("namespaceSelector"), (*path, "namespaceSelector"))
-    if not namespaces and ns_selector is None:
-        namespaces = (pod_namespace,)
-    return AffinityTerm(frozenset(namespaces), selector, topology_key, ns_selector)
-
-
-def _parse_weighted(
-    obj: Any, ns: str, labels: Mapping[str, str], path: tuple[PathPart, ...]
-) -> tuple[WeightedTerm, ...]:
-    out = []
-    for i, item in enumerate(_list(obj, path)):
-        body = _mapping(item, (*path, i))
-        weight = body.get("weight")
-        if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 100:
-            raise FieldError((*path, i, "weight"), f"must be in 1..100, got {weight!r}")
-        term = parse_affinity_term(
-            body.get("podAffinityTerm"), ns, labels, (*path, i, "podAffinityTerm")
-        )
-        out.append(WeightedTerm(term, weight))
-    return tuple(out)
-
-
-_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
-_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
-
-
-def parse_pod_affinity(pod: Pod) -> PodAffinityInfo:
-    """The pod's inter-pod (anti-)affinity from `spec.affinity` of its JSON form."""
-    spec = pod.raw.get("spec") if pod.raw else None
-    if not isinstance(spec, Mapping):
+def pod_affinity_info(pod: Pod) -> PodAffinityInfo:
+    """The plugin's view of `pod.pod_affinity` / `pod.pod_anti_affinity` (no parsing)."""
+    affinity, anti = pod.pod_affinity, pod.pod_anti_affinity
+    if affinity is None and anti is None:
         return NO_AFFINITY
-    affinity = _mapping(spec.get("affinity"), ("spec", "affinity"))
-    if not affinity.get("podAffinity") and not affinity.get("podAntiAffinity"):
-        return NO_AFFINITY
-    ns, labels = pod.namespace, pod.labels
-    parts: dict[str, tuple] = {}
-    for kind in ("podAffinity", "podAntiAffinity"):
-        base: tuple[PathPart, ...] = ("spec", "affinity", kind)
-        body = _mapping(affinity.get(kind), base)
-        required = tuple(
-            parse_affinity_term(t, ns, labels, (*base, _REQUIRED, i))
-            for i, t in enumerate(_list(body.get(_REQUIRED), (*base, _REQUIRED)))
-        )
-        preferred = _parse_weighted(body.get(_PREFERRED), ns, labels, (*base, _PREFERRED))
-        parts[kind] = (required, preferred)
     return PodAffinityInfo(
-        parts["podAffinity"][0],
-        parts["podAntiAffinity"][0],
-        parts["podAffinity"][1],
-        parts["podAntiAffinity"][1],
+        affinity.required if affinity is not None else (),
+        anti.required if anti is not None else (),
+        affinity.preferred if affinity is not None else (),
+        anti.preferred if anti is not None else (),
     )
+
+
+# the name callers used while terms were read from the pod's JSON here
+parse_pod_affinity = pod_affinity_info
 
 
 # --- Filter: PreFilter state and the per-node check (scalar reference) ------------------------
@@ -397,7 +279,7 @@ def topology_scores(
     pod has preferred terms, else the bound pods that declare any pod (anti-)affinity."""
     scores: dict[str, dict[str, int]] = {}
 
-    def add(term: AffinityTerm, weight: int, ns: str, labels: Mapping[str, str], nsl, node):
+    def add(term: PodAffinityTerm, weight: int, ns: str, labels: Mapping[str, str], nsl, node):
         if term.matches(ns, labels, nsl):
             value = node.get(term.topology_key)
             if value is not None:
