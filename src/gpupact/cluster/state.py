@@ -141,11 +141,7 @@ def pod_usage_keyed(pod: Pod, rkey: tuple) -> PodUsage:
 
 def has_pod_affinity(pod: Pod) -> bool:
     """Declares podAffinity or podAntiAffinity (inter-pod affinity has to look at it)."""
-    spec = pod.raw.get("spec") if pod.raw else None
-    affinity = spec.get("affinity") if isinstance(spec, dict) else None
-    return isinstance(affinity, dict) and bool(
-        affinity.get("podAffinity") or affinity.get("podAntiAffinity")
-    )
+    return pod.has_inter_pod_affinity
 
 
 @dataclass(eq=False, slots=True)

@@ -167,7 +167,7 @@ def test_match_label_keys_are_merged():
 
 
 def test_filter_state_add_and_remove():
-    info = ipa.parse_pod_affinity(pod("w", affinity=required("podAffinity", term("zone", "db"))))
+    info = ipa.pod_affinity_info(pod("w", affinity=required("podAffinity", term("zone", "db"))))
     incoming = pod("w", affinity=required("podAffinity", term("zone", "db")))
     state = ipa.prefilter(incoming, info, [])
     db = ipa.ExistingPod(pod("db", labels={"app": "db"}), ipa.NO_AFFINITY, {"zone": "z1"})
@@ -205,7 +205,7 @@ def test_filter_state_add_and_remove():
 )
 def test_bad_pod_affinity(affinity, last):
     with pytest.raises(FieldError) as err:
-        ipa.parse_pod_affinity(pod("p", affinity=affinity))
+        ipa.pod_affinity_info(pod("p", affinity=affinity))
     assert err.value.path[0:2] == ("spec", "affinity")
     assert err.value.path[-1] == last
 

@@ -565,7 +565,7 @@ class Scheduler:
         hit = self._affinity_infos.get(id(binding))
         if hit is not None and hit[0] is binding:
             return hit[1]
-        info = ipa.parse_pod_affinity(binding.pod)
+        info = ipa.pod_affinity_info(binding.pod)
         if len(self._affinity_infos) > 8 * _CACHE_LIMIT:
             self._affinity_infos.clear()
         self._affinity_infos[id(binding)] = (binding, info)

@@ -16,7 +16,7 @@ from gpupact.kube.objects import Pod
 from gpupact.kube.resources_fit import FitRequest, compute_fit_request
 from gpupact.kube.selectors import NodeSelectorTerm, RequiredNodeAffinity
 
-from .plugins.inter_pod_affinity import NO_AFFINITY, PodAffinityInfo, parse_pod_affinity
+from .plugins.inter_pod_affinity import NO_AFFINITY, PodAffinityInfo, pod_affinity_info
 
 _FIT_MEMO: dict[tuple, FitRequest] = {}
 _MEMO_LIMIT = 8192
@@ -79,7 +79,7 @@ def compile_pod(pod: Pod) -> PodShape:
         _FIT_MEMO[rkey] = fit
     required = _required_affinity(pod)
     preferred = _preferred(pod)
-    affinity = parse_pod_affinity(pod) if pod.raw else NO_AFFINITY
+    affinity = pod_affinity_info(pod) if pod.has_inter_pod_affinity else NO_AFFINITY
     static_key: tuple | None = (
         pod.node_name,
         pod.tolerations,

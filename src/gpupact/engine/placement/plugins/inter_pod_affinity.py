@@ -89,9 +89,6 @@ def pod_affinity_info(pod: Pod) -> PodAffinityInfo:
     )
 
 
-# the name callers used while terms were read from the pod's JSON here
-parse_pod_affinity = pod_affinity_info
-
 
 # --- Filter: PreFilter state and the per-node check (scalar reference) ------------------------
 
