@@ -1,0 +1,180 @@
+"""Read a live cluster into the same ClusterSnapshot, with the official Kubernetes client.
+
+Read-only: every request is a GET on a list endpoint (`/api/v1/pods?limit=500&continue=...`),
+read as raw JSON (no model classes: the objects reach the same parsers as a kubectl
+snapshot). A kind whose API is not served (404: no Volcano, no Karpenter) is skipped; a kind
+the credentials may not list (403) is skipped with a note, except Nodes and Pods, without
+which there is nothing to diagnose. docs/diagnose.md has the minimal ClusterRole.
+
+The `kubernetes` package is imported only here, and only when a live cluster is asked for.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpupact.errors import FieldError, InputError
+from gpupact.ops.model import ClusterSnapshot, SnapshotBuilder
+
+PAGE_SIZE = 500
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str  # "" for the core API
+    versions: tuple[str, ...]  # tried in order; the first one served is used
+    plural: str
+    kind: str
+    required: bool = False
+
+    def path(self, version: str) -> str:
+        if not self.group:
+            return f"/api/{version}/{self.plural}"
+        return f"/apis/{self.group}/{version}/{self.plural}"
+
+    def api_version(self, version: str) -> str:
+        return f"{self.group}/{version}" if self.group else version
+
+
+RESOURCES: tuple[Resource, ...] = (
+    Resource("", ("v1",), "nodes", "Node", required=True),
+    Resource("", ("v1",), "pods", "Pod", required=True),
+    Resource("", ("v1",), "events", "Event"),
+    Resource("", ("v1",), "namespaces", "Namespace"),
+    Resource("scheduling.k8s.io", ("v1",), "priorityclasses", "PriorityClass"),
+    Resource("apps", ("v1",), "deployments", "Deployment"),
+    Resource("apps", ("v1",), "statefulsets", "StatefulSet"),
+    Resource("apps", ("v1",), "replicasets", "ReplicaSet"),
+    Resource("batch", ("v1",), "jobs", "Job"),
+    Resource("leaderworkerset.x-k8s.io", ("v1",), "leaderworkersets", "LeaderWorkerSet"),
+    Resource("scheduling.volcano.sh", ("v1beta1",), "podgroups", "PodGroup"),
+    Resource("scheduling.volcano.sh", ("v1beta1",), "queues", "Queue"),
+    Resource("batch.volcano.sh", ("v1alpha1",), "jobs", "Job"),
+    Resource("kueue.x-k8s.io", ("v1beta2", "v1beta1"), "resourceflavors", "ResourceFlavor"),
+    Resource("kueue.x-k8s.io", ("v1beta2", "v1beta1"), "clusterqueues", "ClusterQueue"),
+    Resource("kueue.x-k8s.io", ("v1beta2", "v1beta1", "v1alpha1"), "cohorts", "Cohort"),
+    Resource("kueue.x-k8s.io", ("v1beta2", "v1beta1"), "localqueues", "LocalQueue"),
+    Resource(
+        "kueue.x-k8s.io", ("v1beta2", "v1beta1"), "workloadpriorityclasses", "WorkloadPriorityClass"
+    ),
+    Resource("kueue.x-k8s.io", ("v1beta2", "v1beta1"), "workloads", "Workload"),
+    Resource("karpenter.sh", ("v1",), "nodepools", "NodePool"),
+    Resource("karpenter.sh", ("v1",), "nodeclaims", "NodeClaim"),
+)
+
+
+def _client(context: str | None, kubeconfig: str | None) -> Any:
+    try:
+        from kubernetes import config
+        from kubernetes.config.config_exception import ConfigException
+    except ImportError:  # pragma: no cover - a dependency of the package
+        raise InputError(
+            "reading a live cluster needs the `kubernetes` package: pip install kubernetes"
+        ) from None
+    if kubeconfig is not None and not Path(kubeconfig).is_file():
+        raise InputError("no such file", file=kubeconfig)
+    try:
+        return config.new_client_from_config(config_file=kubeconfig, context=context)
+    except ConfigException as err:
+        raise InputError(f"kubeconfig: {err}") from None
+    except FileNotFoundError:
+        raise InputError("no such file", file=kubeconfig or "~/.kube/config") from None
+
+
+_CORE_LISTS = {
+    "nodes": "list_node",
+    "pods": "list_pod_for_all_namespaces",
+    "events": "list_event_for_all_namespaces",
+    "namespaces": "list_namespace",
+}
+
+
+def _get(client: Any, resource: Resource, version: str, token: str) -> Mapping[str, Any]:
+    """One page of a list, as the decoded JSON body (ApiException on HTTP errors). The typed
+    list calls are used without deserialising (raw JSON), `/apis/...` through the custom
+    objects API, which lists any group's resource by path."""
+    from kubernetes import client as k8s
+
+    options: dict[str, Any] = {"limit": PAGE_SIZE, "_preload_content": False}
+    if token:
+        options["_continue"] = token
+    if not resource.group:
+        call = getattr(k8s.CoreV1Api(client), _CORE_LISTS[resource.plural])
+        response = call(**options)
+    else:
+        api = k8s.CustomObjectsApi(client)
+        response = api.list_cluster_custom_object(
+            resource.group, version, resource.plural, **options
+        )
+    body = json.loads(response.data)
+    if not isinstance(body, dict):
+        raise InputError(f"{resource.path(version)}: expected a JSON object from the API server")
+    return body
+
+
+def list_objects(client: Any, resource: Resource, version: str) -> Iterator[dict[str, Any]]:
+    """Every object of one kind, page by page; each gets the kind/apiVersion the API server
+    leaves off list items (kubectl adds them the same way)."""
+    token = ""
+    while True:
+        body = _get(client, resource, version, token)
+        for item in body.get("items") or []:
+            if isinstance(item, dict):
+                item.setdefault("kind", resource.kind)
+                item.setdefault("apiVersion", resource.api_version(version))
+                yield item
+        token = (body.get("metadata") or {}).get("continue") or ""
+        if not token:
+            return
+
+
+def load_live(context: str | None = None, kubeconfig: str | None = None) -> ClusterSnapshot:
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    client = _client(context, kubeconfig)
+    source = f"context {context}" if context else "current context"
+    builder = SnapshotBuilder(source=source)
+    skipped: list[str] = []
+    try:
+        for resource in RESOURCES:
+            for version in resource.versions:
+                try:
+                    for obj in list_objects(client, resource, version):
+                        _add(builder, obj, source)
+                except ApiException as err:
+                    if err.status == 404:
+                        continue  # not served at this version: try the next one
+                    if err.status in (401, 403) and not resource.required:
+                        what = f"{resource.plural}.{resource.group or 'core'}"
+                        skipped.append(f"{what}: {err.reason}")
+                        break
+                    raise InputError(
+                        f"{source}: listing {resource.plural}: HTTP {err.status} {err.reason}"
+                    ) from None
+                break
+    except (OSError, HTTPError) as err:
+        raise InputError(f"{source}: cannot reach the API server: {err}") from None
+    finally:
+        close = getattr(client, "close", None)
+        if close is not None:
+            close()
+    snapshot = builder.finish()
+    if skipped:
+        snapshot.ignored.update({f"forbidden {s}": 1 for s in skipped})
+    return snapshot
+
+
+def _add(builder: SnapshotBuilder, obj: dict[str, Any], source: str) -> None:
+    try:
+        builder.add(obj)
+    except FieldError as err:
+        meta = obj.get("metadata") or {}
+        name = meta.get("name", "?")
+        ns = meta.get("namespace")
+        label = f"{ns}/{name}" if ns else name
+        raise InputError(f"{source}: {obj.get('kind')} {label}: {err}") from None

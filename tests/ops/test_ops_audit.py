@@ -1,0 +1,135 @@
+"""`audit` on the fixtures: every discipline check of 43.2-43.6 fires where it should and
+nowhere on the healthy cluster; the shortage plan follows the chapter's order."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from ops_helpers import NOW_TEXT, acme, analysis, fixture, run
+
+from gpupact.ops import AuditOptions, Severity, audit
+from gpupact.ops.audit import CHECKS
+
+# fixture -> the (code, subject) pairs audit must report (it may report more)
+EXPECTED = {
+    "device-plugin-lost": {
+        ("ready-node-without-gpus", "node inf-a100-2"),
+        ("node-drift", "pool gpu-inference"),
+    },
+    "node-drift": {("node-drift", "pool gpu-inference")},
+    "gang-half-started": {
+        ("stale-half-started-gang", "PodGroup finance/llm-70b-tp4-1"),
+        ("stale-half-started-gang", "PodGroup ml-platform/lora-a"),
+        ("stale-half-started-gang", "PodGroup ml-platform/lora-c"),
+    },
+    "quota-exhausted": {("zombie-workload", "Workload finance/job-month-end-close-9eb1c")},
+    "mis-preemption": {
+        ("offline-in-online-pool", "Job search/embedding-hog"),
+        ("online-preempted", "pod customer-service/cs-agent-7d9f8b6c4-04521"),
+        ("priority-inversion", "PriorityClass batch-urgent"),
+    },
+    "governance": {
+        ("online-pool-untainted", "pool gpu-inference"),
+        ("offline-can-enter-online-pool", "Job search/embedding-rebuild"),
+        ("offline-can-enter-online-pool", "Job ml-platform/lora-finetune"),
+        ("online-on-time-sliced-gpu", "Deployment customer-service/faq-bot"),
+        ("gpu-requests-not-limits", "Job ml-platform/hparam-sweep (template 0)"),
+        ("gpu-pod-not-guaranteed", "Deployment customer-service/faq-bot"),
+        ("missing-owner-labels", "Job search/embedding-rebuild"),
+        ("missing-owner-labels", "Deployment customer-service/faq-bot"),
+        ("missing-owner-labels", "ClusterQueue search-gpu"),
+        ("missing-owner-labels", "Queue scratch"),
+        ("expired-quota-raise", "ClusterQueue finance-gpu"),
+    },
+}
+
+
+def codes(name: str, **kw) -> set[tuple[str, str]]:
+    return {(f.code, f.subject) for f in audit(analysis(name, **kw)).findings}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_audit_finds(name: str) -> None:
+    got = codes(name)
+    missing = EXPECTED[name] - got
+    assert not missing, f"{name}: missing {missing}; got {got}"
+
+
+def test_governance_exactly() -> None:
+    assert codes("governance") == EXPECTED["governance"]
+
+
+def test_healthy_cluster_is_clean() -> None:
+    for contract in (None, acme()):
+        report = audit(analysis("healthy", contract=contract))
+        assert report.findings == [], [f.code for f in report.findings]
+        assert not report.failing
+        assert report.plan["shortage"] is False
+
+
+def test_every_finding_has_a_fix_and_is_sorted() -> None:
+    report = audit(analysis("governance"))
+    assert all(f.action for f in report.findings)
+    ranks = [f.severity.rank for f in report.findings]
+    assert ranks == sorted(ranks)
+
+
+def test_expired_raise_evidence() -> None:
+    (f,) = [f for f in audit(analysis("governance")).findings if f.code == "expired-quota-raise"]
+    assert f.severity is Severity.error
+    assert f.evidence[0] == (
+        "nvidia.com/gpu in flavor gpu-inference: nominalQuota 16, base 12, active raises 0"
+    )
+    assert "9d12h ago" in f.evidence[1]
+
+
+def test_raise_not_expired_before_its_time() -> None:
+    a = analysis("governance")
+    a.now = a.now - 20 * 86_400  # 2026-10-21: the raise is still active
+    assert "expired-quota-raise" not in {f.code for f in audit(a).findings}
+
+
+def test_gang_threshold() -> None:
+    a = analysis("gang-half-started")
+    late = {f.code for f in audit(a, AuditOptions(gang_threshold=4 * 3600)).findings}
+    assert "stale-half-started-gang" not in late
+
+
+def test_shortage_plan_order() -> None:
+    plan = audit(analysis("mis-preemption")).plan
+    assert plan["shortage"] is True
+    assert [s["order"] for s in plan["steps"]] == [1, 2, 3, 4]
+    assert plan["steps"][0]["action"].startswith("protect online")
+    assert plan["steps"][1]["action"].startswith("release half-started gangs")
+    assert plan["steps"][2]["subjects"] == ["pod search/embedding-hog-8k2lq (priority 200000)"]
+    half = audit(analysis("gang-half-started")).plan
+    assert half["steps"][1]["subjects"] == [
+        "PodGroup finance/llm-70b-tp4-1 (3/4)",
+        "PodGroup ml-platform/lora-a (1/2)",
+        "PodGroup ml-platform/lora-c (1/2)",
+    ]
+    assert half["steps"][1]["gpus"] == "19"
+
+
+def test_checks_listed() -> None:
+    assert len(CHECKS) == 10
+
+
+def test_cli_audit() -> None:
+    code, out, _ = run("audit", "--snapshot", str(fixture("healthy")), "--now", NOW_TEXT)
+    assert code == 0, out
+    assert "0 error(s), 0 warning(s)" in out
+    code, out, _ = run(
+        "audit", "--snapshot", str(fixture("governance")), "--now", NOW_TEXT, "-o", "json"
+    )
+    assert code == 1
+    data = json.loads(out)
+    assert data["summary"]["error"] == 6
+    assert {"order", "action", "subjects", "gpus"} <= set(data["shortagePlan"]["steps"][0])
+
+
+def test_cli_bad_threshold() -> None:
+    code, _, err = run("audit", "--snapshot", str(fixture("healthy")), "--gang-threshold", "soon")
+    assert code == 2
+    assert "--gang-threshold" in err

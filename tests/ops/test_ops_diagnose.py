@@ -1,0 +1,312 @@
+"""`diagnose` on one fixture per failure mode of Tables 43-5 / 43-6: the runbook stops at the
+domain that explains each pending subject, with the evidence and action of the table."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from ops_helpers import NOW, NOW_TEXT, acme, analysis, fixture, run
+
+from gpupact.ops import Analysis, Domain, Severity, diagnose, load_snapshot_dir
+from gpupact.ops.diagnose import STEPS, pending_cases
+
+# fixture -> {subject: (domain, code)}
+EXPECTED = {
+    "healthy": {},
+    "device-plugin-lost": {
+        "pod customer-service/cs-agent-7d9f8b6c4-2b104": ("nodes", "device-plugin-lost"),
+    },
+    "affinity-unsatisfiable": {
+        "pod customer-service/cs-agent-canary-6f7c9d8b5-x2k4p": (
+            "placement",
+            "unsatisfiable-constraints",
+        ),
+        "pod search/embedding-adhoc-q7w2z": ("placement", "unsatisfiable-constraints"),
+    },
+    "fragmentation": {"pod finance/llm-34b-tp4-0": ("placement", "gpu-fragmentation")},
+    "gang-min-member": {"podgroup finance/llm-70b-tp4-1": ("gang", "gang-min-member-unreachable")},
+    "gang-half-started": {
+        "podgroup finance/llm-70b-tp4-1": ("gang", "gang-half-started"),
+        "podgroup ml-platform/lora-a": ("gang", "gang-half-started"),
+        "podgroup ml-platform/lora-b": ("gang", "gpus-held-by-partial-gangs"),
+        "podgroup ml-platform/lora-c": ("gang", "gang-half-started"),
+    },
+    "quota-exhausted": {
+        "workload finance/job-risk-eval-5d92c": ("quota", "quota-exhausted"),
+        "workload search/job-eval-small-87030": ("quota", "strict-fifo-blocked"),
+        "workload search/job-reindex-full-a2b39": ("quota", "quota-exhausted"),
+    },
+    "autoscaler-cold-start": {
+        "pod customer-service/cs-agent-7d9f8b6c4-79227": ("autoscaler", "scale-up-in-progress"),
+    },
+    "pool-at-max": {"pod customer-service/cs-agent-7d9f8b6c4-68547": ("autoscaler", "pool-at-max")},
+    "gpu-oom": {"pod customer-service/cs-agent-7d9f8b6c4-3c498": ("memory", "gpu-oom")},
+    "mis-preemption": {
+        "pod customer-service/cs-agent-7d9f8b6c4-cd334": ("capacity", "insufficient-capacity"),
+    },
+    "node-drift": {},
+    "governance": {},
+}
+
+
+def findings_of(name: str, **kw) -> dict[str, tuple[str, str]]:
+    report = diagnose(analysis(name, **kw))
+    return {
+        d.subject: (d.finding.domain.value, d.finding.code)
+        for d in report.diagnoses
+        if d.finding is not None
+    }
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_fixture_stops_at_its_domain(name: str) -> None:
+    got = findings_of(name)
+    assert got == EXPECTED[name], f"{name}: got {got}"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_contract_does_not_change_the_domain(name: str) -> None:
+    assert findings_of(name, contract=acme()) == EXPECTED[name]
+
+
+def test_steps_are_in_runbook_order() -> None:
+    domains = [s.__name__.removeprefix("check_") for s in STEPS]
+    assert domains == ["nodes", "placement", "gang", "quota", "autoscaler", "memory"]
+    assert [d.step for d in Domain][:6] == [1, 2, 3, 4, 5, 6]
+
+
+def test_walk_records_the_steps_it_passed() -> None:
+    report = diagnose(analysis("autoscaler-cold-start"))
+    (d,) = report.diagnoses
+    assert [s.domain.value for s in d.checked] == ["nodes", "placement", "gang", "quota"]
+    assert d.checked[1].note == "constraints satisfiable on 3 node(s), none has room now"
+
+
+def test_device_plugin_lost_evidence() -> None:
+    (d,) = diagnose(analysis("device-plugin-lost")).diagnoses
+    f = d.finding
+    assert f.severity is Severity.error
+    assert any("inf-a100-2" in e and "0 of 8" in e for e in f.evidence)
+    assert any("CrashLoopBackOff" in e for e in f.evidence)
+    assert "device plugin" in f.action
+    assert f.data == {"nodes": ["inf-a100-2"], "missingGpus": 8}
+
+
+def test_affinity_names_the_typo_and_the_taint() -> None:
+    report = diagnose(analysis("affinity-unsatisfiable"))
+    by = {d.name: d.finding for d in report.diagnoses}
+    typo = by["cs-agent-canary-6f7c9d8b5-x2k4p"]
+    assert typo.data["plugin"] == "NodeAffinity"
+    assert any("gpu.model=a100-80gb: no node has it (values: a100-80g" in e for e in typo.evidence)
+    stray = by["embedding-adhoc-q7w2z"]
+    assert stray.data["plugin"] == "TaintToleration"
+    assert any("workload=online-infer:NoSchedule" in e for e in stray.evidence)
+    # the engine's own FitError line, in kube-scheduler's format
+    assert stray.evidence[0].startswith("kube-scheduler: 0/8 nodes are available: ")
+
+
+def test_fragmentation_numbers() -> None:
+    (d,) = diagnose(analysis("fragmentation")).diagnoses
+    assert d.finding.data == {"freeGpus": "6", "largestBlock": "2", "needed": "4"}
+
+
+def test_gang_half_started_holds_gpus() -> None:
+    report = diagnose(analysis("gang-half-started"))
+    by = {d.name: d for d in report.diagnoses}
+    assert by["llm-70b-tp4-1"].finding.data["heldGpus"] == 3
+    assert by["lora-b"].finding.data["gangs"] == ["ml-platform/lora-a", "ml-platform/lora-c"]
+    assert by["lora-b"].finding.data["heldGpus"] == 16
+    assert by["lora-b"].members == ("ml-platform/lora-b-worker-0", "ml-platform/lora-b-worker-1")
+
+
+def test_whatif_leaves_the_state_as_it_was() -> None:
+    a = analysis("gang-half-started")
+    before = (a.state.requested.copy(), a.state.dev_used_milli.copy(), a.state.num_pods)
+    diagnose(a)
+    assert (a.state.requested == before[0]).all()
+    assert (a.state.dev_used_milli == before[1]).all()
+    assert a.state.num_pods == before[2]
+
+
+def test_quota_evidence_usage_nominal_and_zombie() -> None:
+    report = diagnose(analysis("quota-exhausted"))
+    by = {d.name: d.finding for d in report.diagnoses}
+    risk = by["job-risk-eval-5d92c"]
+    assert (
+        "nvidia.com/gpu in flavor gpu-inference: needs 4; used 12 of nominal 12; available 0"
+        in (risk.evidence)
+    )
+    assert any(e.startswith("zombie? Workload finance/job-month-end-close") for e in risk.evidence)
+    assert risk.data["short"] == [
+        {"flavor": "gpu-inference", "resource": "nvidia.com/gpu", "amount": 4}
+    ]
+    blocked = by["job-eval-small-87030"]
+    assert blocked.data["blockedBy"] == "search/job-reindex-full-a2b39"
+    head = by["job-reindex-full-a2b39"]
+    assert head.severity is Severity.error  # more than the cohort can ever lend
+    assert any("cohort can lend 16 more" in e for e in head.evidence)
+
+
+def test_cold_start_eta_and_promise() -> None:
+    (d,) = diagnose(analysis("autoscaler-cold-start", contract=acme())).diagnoses
+    f = d.finding
+    assert f.data["remainingSeconds"] == 630  # 13m30s cold start, launched 3 minutes ago
+    assert f.severity is Severity.warning  # online-infer promises 30s
+    assert any("exceeds the class's maxQueueWait 30s" in e for e in f.evidence)
+    (plain,) = diagnose(analysis("autoscaler-cold-start")).diagnoses
+    assert plain.finding.severity is Severity.info
+
+
+def test_gpu_oom_with_contract_profile() -> None:
+    (d,) = diagnose(analysis("gpu-oom", contract=acme())).diagnoses
+    f = d.finding
+    assert d.status == "Running (CrashLoopBackOff)"
+    assert any("CUDA OOM" in e for e in f.evidence)
+    assert any(e.startswith("sibling ") and "OOMKilled" in e for e in f.evidence)
+    assert any("at contextLength 32768" in e for e in f.evidence)
+    assert "cap the context length (at most" in f.action
+
+
+def test_only_pending_subjects_are_listed() -> None:
+    cases = pending_cases(analysis("quota-exhausted"))
+    assert all(c.kind == "Workload" for c in cases)
+    assert pending_cases(analysis("healthy")) == []
+
+
+def test_namespace_filter() -> None:
+    report = diagnose(analysis("quota-exhausted"), namespace="finance")
+    assert [d.name for d in report.diagnoses] == ["job-risk-eval-5d92c"]
+
+
+# --- named targets ------------------------------------------------------------------------------
+
+
+def test_target_pod_in_a_gang_walks_the_gang_step() -> None:
+    report = diagnose(analysis("gang-half-started"), "finance/llm-70b-tp4-1-3")
+    (d,) = report.diagnoses
+    assert d.kind == "Pod"
+    assert d.finding.code == "gang-half-started"
+
+
+def test_target_forms() -> None:
+    a = analysis("quota-exhausted")
+    (d,) = diagnose(a, "workload/finance/job-risk-eval-5d92c").diagnoses
+    assert d.finding.code == "quota-exhausted"
+    g = analysis("gang-min-member")
+    (d,) = diagnose(g, "podgroup/finance/llm-70b-tp4-1").diagnoses
+    assert d.finding.code == "gang-min-member-unreachable"
+
+
+def test_a_running_pod_says_so() -> None:
+    (d,) = diagnose(analysis("healthy"), "customer-service/cs-agent-7d9f8b6c4-d854d").diagnoses
+    assert d.finding is None
+    assert d.status == "Running"
+    assert d.checked[0].note == "not Pending: Running"
+
+
+# --- the command --------------------------------------------------------------------------------
+
+
+def test_cli_exit_codes() -> None:
+    code, out, _ = run("diagnose", "-A", "--snapshot", str(fixture("healthy")), "--now", NOW_TEXT)
+    assert code == 0, out
+    assert out.startswith("nothing pending (8 nodes")
+    code, out, _ = run(
+        "diagnose", "-A", "--snapshot", str(fixture("fragmentation")), "--now", NOW_TEXT
+    )
+    assert code == 1
+    assert "gpu-fragmentation" in out and "action:" in out
+    code, out, _ = run(
+        "diagnose",
+        "customer-service/cs-agent-7d9f8b6c4-d854d",
+        "--snapshot",
+        str(fixture("healthy")),
+        "--now",
+        NOW_TEXT,
+    )
+    assert code == 0
+    assert "not Pending: Running" in out
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml"])
+def test_cli_machine_output(fmt: str) -> None:
+    code, out, _ = run(
+        "diagnose",
+        "-A",
+        "--snapshot",
+        str(fixture("gang-half-started")),
+        "--now",
+        NOW_TEXT,
+        "-o",
+        fmt,
+    )
+    assert code == 1
+    data = json.loads(out) if fmt == "json" else yaml.safe_load(out)
+    assert data["summary"] == {"subjects": 4, "byDomain": {"gang": 4}}
+    first = data["diagnoses"][0]
+    assert first["finding"]["step"] == 3
+    assert first["finding"]["severity"] == "error"
+    assert first["checked"][0] == {
+        "step": 1,
+        "domain": "nodes",
+        "outcome": "ok",
+        "note": "no NotReady or GPU-less node where the pod could go",
+    }
+
+
+def test_cli_contract_file() -> None:
+    code, out, _ = run(
+        "diagnose",
+        "-A",
+        "--snapshot",
+        str(fixture("gpu-oom")),
+        "--now",
+        NOW_TEXT,
+        "--contract",
+        str(fixture("../../../examples/acme/contract.yaml")),
+    )
+    assert code == 1
+    assert "full-length request(s) fit at once" in out
+
+
+def test_not_ready_node_where_the_pod_belongs(tmp_path: Path) -> None:
+    folder = tmp_path / "snap"
+    shutil.copytree(fixture("device-plugin-lost"), folder)
+    nodes = json.loads((folder / "nodes.json").read_text())
+    sick = next(n for n in nodes["items"] if n["metadata"]["name"] == "inf-a100-2")
+    sick["status"]["allocatable"]["nvidia.com/gpu"] = "8"
+    ready = next(c for c in sick["status"]["conditions"] if c["type"] == "Ready")
+    ready.update(status="Unknown", reason="NodeStatusUnknown", message="Kubelet stopped posting")
+    sick["spec"]["taints"].append({"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"})
+    (folder / "nodes.json").write_text(json.dumps(nodes))
+    (d,) = diagnose(Analysis(load_snapshot_dir(folder), now=NOW)).diagnoses
+    assert d.finding.code == "nodes-not-ready"
+    assert any(
+        "NotReady (NodeStatusUnknown: Kubelet stopped posting" in e for e in d.finding.evidence
+    )
+
+
+def test_cluster_autoscaler_triggered_scale_up(tmp_path: Path) -> None:
+    folder = tmp_path / "snap"
+    shutil.copytree(fixture("autoscaler-cold-start"), folder)
+    karpenter = json.loads((folder / "karpenter.json").read_text())
+    karpenter["items"] = [o for o in karpenter["items"] if o["kind"] != "NodeClaim"]
+    (folder / "karpenter.json").write_text(json.dumps(karpenter))
+    events = json.loads((folder / "events.json").read_text())
+    for event in events["items"]:
+        if event["reason"] == "Nominated":
+            event.update(
+                reason="TriggeredScaleUp",
+                message="pod triggered scale-up: [{gpu-inference 3->4 (max: 6)}]",
+                source={"component": "cluster-autoscaler"},
+            )
+    (folder / "events.json").write_text(json.dumps(events))
+    (d,) = diagnose(Analysis(load_snapshot_dir(folder), now=NOW)).diagnoses
+    f = d.finding
+    assert f.code == "scale-up-in-progress"
+    assert any(e.startswith("cluster-autoscaler: TriggeredScaleUp") for e in f.evidence)
+    assert f.data["remainingSeconds"] == 630
