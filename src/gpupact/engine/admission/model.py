@@ -198,3 +198,26 @@ class Workload:
     @property
     def can_be_partially_admitted(self) -> bool:
         return any(ps.min_count is not None and ps.min_count < ps.count for ps in self.pod_sets)
+
+
+# --- temporary quota raises (a gpupact extension; Kueue only sees the nominalQuota change) ---
+
+# what happens to workloads admitted on a raise when it expires
+KEEP = "keep"  # Kueue's behaviour: lowering nominalQuota never evicts anything
+EVICT_NEWEST = "evict-newest"
+ON_EXPIRY_POLICIES = (KEEP, EVICT_NEWEST)
+# eviction reason of workloads stopped under EVICT_NEWEST
+QUOTA_RAISE_EXPIRED = "QuotaRaiseExpired"
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaRaise:
+    """`amount` more nominalQuota for one ClusterQueue, flavor and resource, active while the
+    injected clock is before `expires_at` (same unit as every other time)."""
+
+    cluster_queue: str
+    flavor: str
+    resource: str
+    amount: int
+    expires_at: int
+    reason: str = ""

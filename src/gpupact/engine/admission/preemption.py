@@ -16,6 +16,7 @@ reverse order while it still fits (a minimal victim set, not a minimum one).
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -161,14 +162,58 @@ def _classify(ctx: PreemptionContext, info: WorkloadInfo, advantage: bool) -> in
     return _RECLAIM_WHILE_BORROWING
 
 
+def _policy_matches(
+    preemptor: WorkloadInfo, cq: ClusterQueueRuntime, policy: str
+) -> list[WorkloadInfo]:
+    """The admitted workloads of `cq` that `policy` lets `preemptor` preempt, by priority
+    (the same set as filtering with `satisfies_policy`, read from the priority index)."""
+    priorities, infos = cq.by_priority()
+    if policy == LOWER_PRIORITY:
+        end = bisect_left(priorities, preemptor.workload.priority)
+        return infos[:end] if end < len(infos) else infos
+    if policy == LOWER_OR_NEWER_EQUAL_PRIORITY:
+        priority = preemptor.workload.priority
+        created = preemptor.workload.creation_time
+        end = bisect_right(priorities, priority)
+        return [
+            info
+            for info in infos[:end]
+            if info.workload.priority < priority or created < info.workload.creation_time
+        ]
+    if policy == ANY:
+        return infos
+    return []
+
+
 def _from_queue(
     ctx: PreemptionContext, cq: ClusterQueueRuntime, lca: QuotaNode | None, advantage: bool
 ) -> list[_Candidate]:
+    """`_classify` for every admitted workload of `cq`, reading only those the policy allows."""
+    preemption = ctx.cq.spec.preemption
+    same_queue = cq.name == ctx.cq.name
+    policy = preemption.within_cluster_queue if same_queue else preemption.reclaim_within_cohort
+    return _candidates(ctx, _policy_matches(ctx.preemptor, cq, policy), same_queue, lca, advantage)
+
+
+def _candidates(
+    ctx: PreemptionContext,
+    matches: list[WorkloadInfo],
+    same_queue: bool,
+    lca: QuotaNode | None,
+    advantage: bool,
+) -> list[_Candidate]:
+    frs = ctx.frs
     out = []
-    for info in cq.workloads.values():
-        variant = _classify(ctx, info, advantage)
-        if variant != _NEVER:
-            out.append(_Candidate(info, lca, variant))
+    for info in matches:
+        if info.held.isdisjoint(frs):
+            continue
+        if same_queue:
+            variant = _WITHIN_CQ
+        elif advantage:
+            variant = _HIERARCHICAL
+        else:
+            variant = _classify(ctx, info, advantage)
+        out.append(_Candidate(info, lca, variant))
     return out
 
 
@@ -182,6 +227,11 @@ class CandidateIterator:
         if ctx.cq.spec.preemption.within_cluster_queue != NEVER:
             same = _from_queue(ctx, ctx.cq, None, False)
         hierarchy, priority = self._collect_hierarchical()
+        self.none_from_other_queues = not hierarchy and not priority
+        self.none_for_hierarchical_reclaim = not hierarchy
+        if not same and self.none_from_other_queues:
+            self.candidates: list[_Candidate] = []
+            return
 
         def order(c: _Candidate) -> tuple:
             return candidate_order_key(c.info, ctx.cq.name, now)
@@ -190,8 +240,6 @@ class CandidateIterator:
         evicted = [[c for c in g if c.info.evicted] for g in groups]
         rest = [[c for c in g if not c.info.evicted] for g in groups]
         self.candidates = [c for g in (*evicted, *rest) for c in g]
-        self.none_from_other_queues = not hierarchy and not priority
-        self.none_for_hierarchical_reclaim = not hierarchy
 
     def _collect_hierarchical(self) -> tuple[list[_Candidate], list[_Candidate]]:
         ctx = self.ctx
@@ -224,10 +272,16 @@ class CandidateIterator:
             if child is skip or within_nominal(child, frs):
                 continue
             self._collect_in_subtree(child, subtree_root, skip, advantage, out)
+        ctx = self.ctx
+        policy = ctx.cq.spec.preemption.reclaim_within_cohort
         for child in cohort.child_cqs:
-            if child is self.ctx.cq.node or within_nominal(child, frs):
+            if child is ctx.cq.node:
                 continue
-            out.extend(_from_queue(self.ctx, self.cqs[child.name], subtree_root, advantage))
+            # what the policy allows first: usually nothing, and that is the cheaper test
+            matches = _policy_matches(ctx.preemptor, self.cqs[child.name], policy)
+            if not matches or within_nominal(child, frs):
+                continue
+            out.extend(_candidates(ctx, matches, False, subtree_root, advantage))
 
     def iterate(self, allow_borrowing: bool) -> Iterator[tuple[WorkloadInfo, str]]:
         """Valid candidates, re-checked lazily against the current (simulated) usage."""

@@ -39,6 +39,7 @@ INADMISSIBLE = "inadmissible"
 
 class ClusterQueueQueue:
     __slots__ = (
+        "_by_shape",
         "_current",
         "_heap",
         "_infos",
@@ -61,6 +62,9 @@ class ClusterQueueQueue:
         self._heap: list[tuple[tuple, int, str]] = []
         self._current: dict[str, int] = {}  # key -> sequence number of its live heap entry
         self._infos: dict[str, WorkloadInfo] = {}
+        # the active workloads again, per scheduling shape (same order as _infos): parking a
+        # head's equivalents must not scan the whole heap
+        self._by_shape: dict[Hashable, dict[str, WorkloadInfo]] = {}
         self._seq = 0
         self.inadmissible: dict[str, WorkloadInfo] = {}
         # scheduling shapes parked as inadmissible -> the reason (equivalence hashing)
@@ -78,6 +82,8 @@ class ClusterQueueQueue:
         other._heap = list(self._heap)
         other._current = dict(self._current)
         other._infos = {key: infos[key] for key in self._infos}
+        for key, info in other._infos.items():
+            other._by_shape.setdefault(info.shape, {})[key] = info
         other._seq = self._seq
         other.inadmissible = {key: infos[key] for key in self.inadmissible}
         other.bulk_moved = dict(self.bulk_moved)
@@ -94,11 +100,21 @@ class ClusterQueueQueue:
         self._seq += 1
         self._current[info.key] = self._seq
         self._infos[info.key] = info
+        self._by_shape.setdefault(info.shape, {})[info.key] = info
         heapq.heappush(self._heap, (self._order(info), self._seq, info.key))
 
     def _discard(self, key: str) -> WorkloadInfo | None:
         self._current.pop(key, None)
-        return self._infos.pop(key, None)
+        info = self._infos.pop(key, None)
+        if info is not None:
+            self._forget_shape(info)
+        return info
+
+    def _forget_shape(self, info: WorkloadInfo) -> None:
+        bucket = self._by_shape[info.shape]
+        del bucket[info.key]
+        if not bucket:
+            del self._by_shape[info.shape]
 
     def __len__(self) -> int:
         return len(self._current) + len(self.inadmissible)
@@ -118,7 +134,9 @@ class ClusterQueueQueue:
             _, seq, key = heapq.heappop(heap)
             if self._current.get(key) == seq:
                 del self._current[key]
-                return self._infos.pop(key)
+                info = self._infos.pop(key)
+                self._forget_shape(info)
+                return info
         return None
 
     def active_in_order(self) -> list[WorkloadInfo]:
@@ -178,10 +196,9 @@ class ClusterQueueQueue:
         self.inadmissible[key] = info
         if self.equivalence_hashing and reason in _BULK_MOVE and self.strategy == BEST_EFFORT_FIFO:
             self.bulk_moved[info.shape] = reason
-            for other in self.iter_active():
-                if other.shape == info.shape:
-                    self._discard(other.key)
-                    self.inadmissible[other.key] = other
+            for other in list(self._by_shape.get(info.shape, {}).values()):
+                self._discard(other.key)
+                self.inadmissible[other.key] = other
         return INADMISSIBLE
 
     def requeue_inadmissible(self) -> int:

@@ -35,9 +35,11 @@ class QuotaNode:
         "fair_weight",
         "height",
         "is_cluster_queue",
+        "kept",
         "lendable",
         "name",
         "parent",
+        "potential",
         "quotas",
         "subtree_quota",
         "usage",
@@ -49,6 +51,10 @@ class QuotaNode:
         self.parent: QuotaNode | None = None
         self.quotas: dict[FlavorResource, ResourceQuota] = {}
         self.subtree_quota: dict[FlavorResource, int] = {}
+        # local_quota per flavor-resource with a lendingLimit (quota-only, set with the tree)
+        self.kept: dict[FlavorResource, int] = {}
+        # potential_available per flavor-resource, filled on demand (quota-only)
+        self.potential: dict[FlavorResource, int] = {}
         self.usage: dict[FlavorResource, int] = {}
         self.child_cqs: list[QuotaNode] = []
         self.child_cohorts: list[QuotaNode] = []
@@ -88,30 +94,49 @@ class QuotaNode:
 # --- formulas (Kueue pkg/cache/scheduler/resource_node.go) ------------------------------------
 
 
-def local_quota(node: QuotaNode, fr: FlavorResource) -> int:
-    """Capacity only this node's subtree may use: subtree quota above the lending limit."""
+def _compute_local_quota(node: QuotaNode, fr: FlavorResource) -> int:
     quota = node.quotas.get(fr)
     if quota is not None and quota.lending_limit is not None:
         return max(0, node.subtree_quota.get(fr, 0) - quota.lending_limit)
     return 0
 
 
+def _set_kept(node: QuotaNode) -> None:
+    """Precompute local_quota once the node's subtree quota is final (it is read on every
+    usage change and availability check)."""
+    node.kept = {
+        fr: _compute_local_quota(node, fr)
+        for fr, quota in node.quotas.items()
+        if quota.lending_limit is not None
+    }
+
+
+def local_quota(node: QuotaNode, fr: FlavorResource) -> int:
+    """Capacity only this node's subtree may use: subtree quota above the lending limit."""
+    return node.kept.get(fr, 0)
+
+
 def local_available(node: QuotaNode, fr: FlavorResource) -> int:
-    return max(0, local_quota(node, fr) - node.usage.get(fr, 0))
+    room = node.kept.get(fr, 0) - node.usage.get(fr, 0)
+    return room if room > 0 else 0
 
 
 def _available(node: QuotaNode, fr: FlavorResource) -> int:
     parent = node.parent
+    used = node.usage.get(fr, 0)
     if parent is None:
-        return node.subtree_quota.get(fr, 0) - node.usage.get(fr, 0)
+        return node.subtree_quota.get(fr, 0) - used
     from_parent = _available(parent, fr)
+    kept = node.kept.get(fr, 0)
     quota = node.quotas.get(fr)
     if quota is not None and quota.borrowing_limit is not None:
-        kept = local_quota(node, fr)
         stored_in_parent = node.subtree_quota.get(fr, 0) - kept
-        used_in_parent = max(0, node.usage.get(fr, 0) - kept)
-        from_parent = min(stored_in_parent - used_in_parent + quota.borrowing_limit, from_parent)
-    return local_available(node, fr) + from_parent
+        used_in_parent = used - kept if used > kept else 0
+        limit = stored_in_parent - used_in_parent + quota.borrowing_limit
+        if limit < from_parent:
+            from_parent = limit
+    room = kept - used
+    return (room if room > 0 else 0) + from_parent
 
 
 def available(node: QuotaNode, fr: FlavorResource) -> int:
@@ -121,6 +146,13 @@ def available(node: QuotaNode, fr: FlavorResource) -> int:
 
 def potential_available(node: QuotaNode, fr: FlavorResource) -> int:
     """The most this node could ever use with nothing else admitted (borrowing limits apply)."""
+    cached = node.potential.get(fr)
+    if cached is None:
+        cached = node.potential[fr] = _potential_available(node, fr)
+    return cached
+
+
+def _potential_available(node: QuotaNode, fr: FlavorResource) -> int:
     parent = node.parent
     if parent is None:
         return node.subtree_quota.get(fr, 0)
@@ -134,8 +166,11 @@ def potential_available(node: QuotaNode, fr: FlavorResource) -> int:
 def add_usage(node: QuotaNode, fr: FlavorResource, value: int) -> None:
     """Charge `value` to the node; what exceeds its local room bubbles up to the parent."""
     while True:
-        room = local_available(node, fr)
-        node.usage[fr] = node.usage.get(fr, 0) + value
+        used = node.usage.get(fr, 0)
+        room = node.kept.get(fr, 0) - used
+        if room < 0:
+            room = 0
+        node.usage[fr] = used + value
         parent = node.parent
         if parent is None or value <= room:
             return
@@ -147,7 +182,7 @@ def remove_usage(node: QuotaNode, fr: FlavorResource, value: int) -> None:
     """Release `value`; the part that was stored in the parent is released there too."""
     while True:
         used = node.usage.get(fr, 0)
-        stored_in_parent = used - local_quota(node, fr)
+        stored_in_parent = used - node.kept.get(fr, 0)
         node.usage[fr] = used - value
         parent = node.parent
         if stored_in_parent <= 0 or parent is None:
@@ -178,7 +213,13 @@ def is_borrowing(node: QuotaNode, fr: FlavorResource) -> bool:
 
 def within_nominal(node: QuotaNode, frs: Iterable[FlavorResource]) -> bool:
     """Usage is at most the (subtree) quota for every listed flavor-resource."""
-    return all(node.subtree_quota.get(fr, 0) >= node.usage.get(fr, 0) for fr in frs)
+    quota = node.subtree_quota
+    usage = node.usage
+    # a plain loop: this runs for every ClusterQueue of a cohort in every preemption search
+    for fr in frs:  # noqa: SIM110
+        if quota.get(fr, 0) < usage.get(fr, 0):
+            return False
+    return True
 
 
 def quantities_fit_in_quota(
@@ -266,6 +307,7 @@ class QuotaTree:
         for node in self.cluster_queues.values():
             # a ClusterQueue's subtree quota is its nominal quota
             node.subtree_quota = {fr: q.nominal for fr, q in node.quotas.items()}
+            _set_kept(node)
             if node.parent is not None:
                 node.parent.child_cqs.append(node)
         for root in self.roots():
@@ -295,6 +337,8 @@ class QuotaTree:
                 copy = QuotaNode(node.name, node.is_cluster_queue)
                 copy.quotas = node.quotas
                 copy.subtree_quota = node.subtree_quota
+                copy.kept = node.kept
+                copy.potential = node.potential
                 copy.usage = dict(node.usage)
                 copy.fair_weight = node.fair_weight
                 copy.height = node.height
@@ -329,6 +373,7 @@ def _accumulate_quota(node: QuotaNode) -> None:
         for fr, quota in child.subtree_quota.items():
             lent = quota - local_quota(child, fr)
             node.subtree_quota[fr] = node.subtree_quota.get(fr, 0) + lent
+    _set_kept(node)
     node.height = height
 
 

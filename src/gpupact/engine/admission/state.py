@@ -1,7 +1,8 @@
 """AdmissionState: everything Kueue's admission knows, advanced by events and cycles.
 
 The twin drives it with events over time (`submit`, `finish`, `complete_eviction`, quota
-changes via `set_cluster_queue` / `set_cohort`) and calls `schedule_cycle(now)` repeatedly;
+changes via `set_cluster_queue` / `set_cohort`, temporary raises via `add_raise`, see
+raises.py) and calls `schedule_cycle(now)` repeatedly;
 `diagnose` and `plan` read the same state (`pending_workloads`, `explain`, `usage`).
 Time is always a parameter. `copy()` is cheap (quota/usage dicts and queue indexes are copied,
 immutable specs are shared), for what-if simulations.
@@ -13,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gpupact.engine.admission import queues as q
-from gpupact.engine.admission import reasons
-from gpupact.engine.admission.cycle import CycleResult, run_cycle
+from gpupact.engine.admission import raises, reasons
+from gpupact.engine.admission.cycle import run_cycle
 from gpupact.engine.admission.fair_sharing import FairSharingConfig, FairSharingPreemption
 from gpupact.engine.admission.flavor_assigner import (
     Assignment,
@@ -29,6 +30,7 @@ from gpupact.engine.admission.model import (
     Cohort,
     FlavorResource,
     LocalQueue,
+    QuotaRaise,
     ResourceFlavor,
     Workload,
 )
@@ -79,6 +81,7 @@ class AdmissionState:
         fair_sharing: FairSharingConfig | None = None,
         features: FeatureGates | None = None,
         placement: PlacementCheck | None = None,
+        on_expiry: str = raises.KEEP,
     ) -> None:
         self.resource_flavors: dict[str, ResourceFlavor] = {f.name: f for f in resource_flavors}
         self.cluster_queue_specs: dict[str, ClusterQueue] = {c.name: c for c in cluster_queues}
@@ -97,16 +100,22 @@ class AdmissionState:
         self.pending_status: dict[str, tuple[str, str]] = {}
         # pending workloads whose LocalQueue points to a ClusterQueue that does not exist (yet)
         self.unqueued: dict[str, WorkloadInfo] = {}
+        # temporary quota raises (raises.py): applied on top of cluster_queue_specs
+        self.raises: list[QuotaRaise] = []
+        self.on_expiry = raises.check_policy(on_expiry)
+        # the latest time seen by schedule_cycle / expire_raises (None before the first)
+        self.clock: int | None = None
         self._rebuild()
 
     # --- configuration --------------------------------------------------------------------
 
     def _rebuild(self) -> None:
         """Rebuild the quota tree after a configuration change, keeping admitted usage."""
-        tree = QuotaTree(self.cluster_queue_specs.values(), self.cohort_specs.values())
+        specs = raises.apply_raises(self.cluster_queue_specs, self.raises)
+        tree = QuotaTree(specs.values(), self.cohort_specs.values())
         old = self.cluster_queue_runtimes
         runtimes = {}
-        for name, spec in self.cluster_queue_specs.items():
+        for name, spec in specs.items():
             runtime = ClusterQueueRuntime(spec, tree.cluster_queues[name])
             # like Kueue: a ClusterQueue naming a ResourceFlavor that does not exist is inactive
             runtime.active = spec.active and all(
@@ -158,6 +167,24 @@ class AdmissionState:
         self._rebuild()
         for cq in self.tree.cohorts[spec.name].root().subtree_cluster_queues():
             self._queue(cq.name).requeue_inadmissible()
+
+    def quota_changed(self, *cluster_queues: str) -> None:
+        """Quotas of these ClusterQueues changed (a raise added or expired): rebuild, and like
+        any ClusterQueue spec update in Kueue, retry the inadmissible workloads around them."""
+        self._rebuild()
+        for name in cluster_queues:
+            self.requeue_inadmissible_around(name)
+
+    def add_raise(self, raised: QuotaRaise, now: int | None = None) -> bool:
+        """Add a temporary quota raise (FieldError if its ClusterQueue, flavor or resource is
+        unknown). Returns False, changing nothing, if it has already expired at `now` (default:
+        the latest time seen by `schedule_cycle` / `expire_raises`)."""
+        return raises.add_raise(self, raised, now)
+
+    def expire_raises(self, now: int) -> raises.ExpiryReport:
+        """Remove the raises with `expires_at <= now` and report what that leaves over quota
+        (and, under the evict-newest policy, evict)."""
+        return raises.expire_raises(self, now)
 
     def add_local_queue(self, lq: LocalQueue) -> None:
         self.local_queues[lq.key] = lq
@@ -267,9 +294,11 @@ class AdmissionState:
 
     # --- the cycle and its hooks ----------------------------------------------------------
 
-    def schedule_cycle(self, now: int) -> CycleResult:
+    def schedule_cycle(self, now: int) -> raises.CycleResultWithExpiry:
+        """Expire the raises due at `now`, then run one scheduling cycle."""
+        expiry = self.expire_raises(now)
         self.cycle_number += 1
-        return run_cycle(self, now)
+        return raises.with_expiry(run_cycle(self, now), expiry)
 
     def pop_heads(self) -> list[WorkloadInfo]:
         heads = []
@@ -370,6 +399,9 @@ class AdmissionState:
         new.fair_sharing = self.fair_sharing
         new.features = self.features
         new.placement = self.placement
+        new.raises = list(self.raises)
+        new.on_expiry = self.on_expiry
+        new.clock = self.clock
         new.cycle_number = self.cycle_number
         infos = {key: info.clone() for key, info in self.workloads.items()}
         new.workloads = infos

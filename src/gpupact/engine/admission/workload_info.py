@@ -75,6 +75,8 @@ class WorkloadInfo:
         "admission",
         "cluster_queue",
         "evicted",
+        "held",
+        "key",
         "last_assignment",
         "nomination",
         "quota_reserved_at",
@@ -86,12 +88,16 @@ class WorkloadInfo:
 
     def __init__(self, workload: Workload, cluster_queue: str) -> None:
         self.workload = workload
+        # "namespace/name", read constantly by queues and the cycle: computed once
+        self.key = workload.key
         self.cluster_queue = cluster_queue
         self.total_requests = [
             PodSetResources(ps.name, ps.count, {r: v * ps.count for r, v in ps.requests.items()})
             for ps in workload.pod_sets
         ]
         self.usage: dict[FlavorResource, int] = {}
+        # once admitted: every (flavor, resource) a PodSet got a flavor for
+        self.held: frozenset[FlavorResource] = frozenset()
         self.admission: Admission | None = None
         self.quota_reserved_at: int | None = None
         # a preemption was issued against this admitted workload; it still holds its quota
@@ -109,9 +115,11 @@ class WorkloadInfo:
         mutated in place, so they are shared."""
         out = WorkloadInfo.__new__(WorkloadInfo)
         out.workload = self.workload
+        out.key = self.key
         out.cluster_queue = self.cluster_queue
         out.total_requests = self.total_requests
         out.usage = dict(self.usage)
+        out.held = self.held
         out.admission = self.admission
         out.quota_reserved_at = self.quota_reserved_at
         out.evicted = self.evicted
@@ -119,10 +127,6 @@ class WorkloadInfo:
         out.nomination = self.nomination
         out.shape = self.shape
         return out
-
-    @property
-    def key(self) -> str:
-        return self.workload.key
 
     @property
     def priority(self) -> int:
@@ -136,6 +140,11 @@ class WorkloadInfo:
             PodSetResources(psa.name, psa.count, dict(psa.usage), dict(psa.flavors))
             for psa in admission.pod_sets
         ]
+        self.held = frozenset(
+            (flavor, resource)
+            for ps in self.total_requests
+            for resource, flavor in ps.flavors.items()
+        )
         usage: dict[FlavorResource, int] = {}
         for psa in admission.pod_sets:
             for resource, amount in psa.usage.items():
@@ -147,8 +156,4 @@ class WorkloadInfo:
 
     def uses_any(self, frs: Mapping[FlavorResource, object] | set[FlavorResource]) -> bool:
         """Does the admitted workload hold any of these flavor-resources?"""
-        for ps in self.total_requests:
-            for resource, flavor in ps.flavors.items():
-                if (flavor, resource) in frs:
-                    return True
-        return False
+        return not self.held.isdisjoint(frs)
