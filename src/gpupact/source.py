@@ -101,9 +101,24 @@ def parse_documents(text: str, file: str) -> list[Document]:
         problem = exc.problem or exc.context or "invalid YAML"
         line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
         raise InputError(f"malformed YAML: {problem}", file=file, line=line, column=col) from None
+    except yaml.reader.ReaderError as exc:  # a control character (or a NUL: a binary file)
+        raise _unacceptable_character(exc, text, file) from None
     except yaml.YAMLError as exc:
-        raise InputError(f"malformed YAML: {exc}", file=file) from None
+        first_line = str(exc).splitlines()[0] if str(exc) else "invalid YAML"
+        raise InputError(f"malformed YAML: {first_line}", file=file) from None
     return [Document(d, file, text, index=i) for i, d in enumerate(datas) if d is not None]
+
+
+def _unacceptable_character(exc: yaml.reader.ReaderError, text: str, file: str) -> InputError:
+    """Located at the character's first occurrence: the reader stops at the first one."""
+    code = exc.character if isinstance(exc.character, int) else None
+    at = text.find(chr(code)) if code is not None else -1
+    line = text.count("\n", 0, at) + 1 if at >= 0 else None
+    column = at - text.rfind("\n", 0, at) if at >= 0 else None
+    what = f"character #x{code:04x}" if code is not None else "character"
+    return InputError(
+        f"malformed YAML: unacceptable {what} ({exc.reason})", file=file, line=line, column=column
+    )
 
 
 def load_documents(path: str | Path) -> list[Document]:
@@ -116,8 +131,10 @@ def iter_objects(doc: Document) -> Iterator[tuple[tuple[PathPart, ...], dict[str
     data = doc.data
     if isinstance(data, list):
         items, prefix = data, ()
-    elif isinstance(data, dict) and isinstance(data.get("items"), list) and (
-        str(data.get("kind", "")).endswith("List") or "kind" not in data
+    elif (
+        isinstance(data, dict)
+        and isinstance(data.get("items"), list)
+        and (str(data.get("kind", "")).endswith("List") or "kind" not in data)
     ):
         items, prefix = data["items"], ("items",)
     elif isinstance(data, dict):

@@ -6,7 +6,7 @@ import json
 
 from compile_helpers import AFTER_EXPIRY, compile_acme, find, kinds
 
-from gpupact.compile.kueue import NEXT_EXPIRY_ANNOTATION, RAISES_ANNOTATION
+from gpupact.contract.keys import ANNOTATION_NEXT_RAISE_EXPIRY, ANNOTATION_QUOTA_RAISES
 
 
 def _pod_spec(obj):
@@ -30,7 +30,7 @@ def test_finance_cluster_queue_carries_the_raise_until_it_expires():
     assert cq["spec"]["resourceGroups"][0]["coveredResources"] == ["nvidia.com/gpu"]
     assert flavor["name"] == "gpu-inference"
     assert flavor["resources"] == [{"name": "nvidia.com/gpu", "nominalQuota": 16}]  # 12 + 4
-    record = json.loads(cq["metadata"]["annotations"][RAISES_ANNOTATION])
+    record = json.loads(cq["metadata"]["annotations"][ANNOTATION_QUOTA_RAISES])
     assert record == [
         {
             "flavor": "gpu-inference",
@@ -40,7 +40,7 @@ def test_finance_cluster_queue_carries_the_raise_until_it_expires():
             "raises": [{"gpus": 4, "expires": "2026-12-31T00:00:00Z", "reason": "month-end close"}],
         }
     ]
-    assert cq["metadata"]["annotations"][NEXT_EXPIRY_ANNOTATION] == "2026-12-31T00:00:00Z"
+    assert cq["metadata"]["annotations"][ANNOTATION_NEXT_RAISE_EXPIRY] == "2026-12-31T00:00:00Z"
 
 
 def test_a_later_now_drops_the_expired_raise():

@@ -23,8 +23,10 @@ def _runner(vector: Vector):
 @pytest.mark.parametrize("vector", VECTORS or [None], ids=[v.id for v in VECTORS] or ["none"])
 def test_vector(vector: Vector | None, record_property) -> None:
     if vector is None:
-        pytest.skip(f"no conformance vectors: expected *.json in {conformance_dir()} "
-                    "(set GPUPACT_CONFORMANCE_DIR)")
+        pytest.skip(
+            f"no conformance vectors: expected *.json in {conformance_dir()} "
+            "(set GPUPACT_CONFORMANCE_DIR)"
+        )
     record_property("conformance", f"{vector.file}:{vector.category}")
     module = _runner(vector)
     if module is None:

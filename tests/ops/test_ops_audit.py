@@ -4,11 +4,12 @@ nowhere on the healthy cluster; the shortage plan follows the chapter's order.""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
-from ops_helpers import NOW_TEXT, acme, analysis, fixture, run
+from ops_helpers import NOW, NOW_TEXT, acme, analysis, fixture, run
 
-from gpupact.ops import AuditOptions, Severity, audit
+from gpupact.ops import Analysis, AuditOptions, Severity, audit, load_snapshot_dir
 from gpupact.ops.audit import CHECKS
 
 # fixture -> the (code, subject) pairs audit must report (it may report more)
@@ -133,3 +134,32 @@ def test_cli_bad_threshold() -> None:
     code, _, err = run("audit", "--snapshot", str(fixture("healthy")), "--gang-threshold", "soon")
     assert code == 2
     assert "--gang-threshold" in err
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    [
+        "not json",
+        '{"raises": []}',
+        '[{"raises": 5}]',
+        '[{"raises": [{"gpus": "lots", "expires": "2099-01-01T00:00:00Z"}]}]',
+        '[{"raises": [{"gpus": null, "expires": "2099-01-01T00:00:00Z"}]}]',
+    ],
+)
+def test_a_hand_edited_raise_annotation_is_a_finding_not_a_crash(tmp_path, annotation) -> None:
+    snapshot = tmp_path / "snap"
+    shutil.copytree(fixture("governance"), snapshot)
+    kueue = json.loads((snapshot / "kueue.json").read_text())
+    (queue,) = [
+        item
+        for item in kueue["items"]
+        if "gpupact.io/quota-raises" in item["metadata"].get("annotations", {})
+    ]
+    queue["metadata"]["annotations"]["gpupact.io/quota-raises"] = annotation
+    (snapshot / "kueue.json").write_text(json.dumps(kueue))
+    a = Analysis(load_snapshot_dir(snapshot), now=NOW, contract=None)
+    codes = {f.code: f for f in audit(a).findings}
+    assert "expired-quota-raise" not in codes
+    assert (
+        codes["unreadable-raise-annotation"].subject == f"ClusterQueue {queue['metadata']['name']}"
+    )

@@ -13,8 +13,9 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from gpupact.cli.diagnose import cluster_source, emit, moment, optional_contract, print_finding
+from gpupact.cli.diagnose import cluster_source, moment, optional_contract, print_finding
 from gpupact.cli.main import EXIT_FINDINGS, EXIT_OK, Output, app, stdout, user_errors
+from gpupact.cli.render import emit
 from gpupact.errors import InputError
 from gpupact.ops import Analysis, AuditOptions, audit
 from gpupact.ops.audit import AuditReport

@@ -6,32 +6,15 @@ or reference error printed, one line each, as `error: file:line:col: path: messa
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
 import typer
-import yaml
 from rich.markup import escape
 
-from gpupact.cli.main import (
-    EXIT_BAD_INPUT,
-    EXIT_FINDINGS,
-    EXIT_OK,
-    Output,
-    app,
-    stderr,
-    stdout,
-    user_errors,
-)
-from gpupact.contract import (
-    ContractInvalid,
-    Finding,
-    LoadedContract,
-    Severity,
-    check,
-    load_contract,
-)
+from gpupact.cli.main import EXIT_FINDINGS, EXIT_OK, Output, app, stdout, user_errors
+from gpupact.cli.render import emit
+from gpupact.contract import Finding, LoadedContract, Severity, check, load_contract
 from gpupact.errors import InputError
 
 _STYLE = {Severity.error: "bold red", Severity.warning: "yellow", Severity.info: "cyan"}
@@ -48,24 +31,15 @@ def check_command(
     ),
 ) -> None:
     """Check a contract: schema, references, then the chapter's rules as findings."""
-    path = _one_file(file, file_option)
+    path = contract_file(file, file_option, "gpupact check CONTRACT.yaml")
     moment = parse_now(now) if now is not None else datetime.now(UTC)  # the one clock read
-    try:
-        loaded = load_contract(path)
-    except ContractInvalid as err:
-        for error in err.errors:
-            stderr.print(f"error: {error}", markup=False, highlight=False)
-        raise typer.Exit(EXIT_BAD_INPUT) from None
+    loaded = load_contract(path)
     findings = check(loaded.contract, moment)
     report = check_report(loaded, findings, moment)
     if output is Output.text:
         _render_text(report)
-    elif output is Output.json:
-        stdout.out(json.dumps(report, indent=2, ensure_ascii=False), highlight=False)
     else:
-        stdout.out(
-            yaml.safe_dump(report, sort_keys=False, allow_unicode=True).rstrip(), highlight=False
-        )
+        emit(report, output)
     failing = any(f.severity is not Severity.info for f in findings)
     raise typer.Exit(EXIT_FINDINGS if failing else EXIT_OK)
 
@@ -142,10 +116,11 @@ def _plural(count: int, noun: str) -> str:
     return f"1 {noun[:-2] if noun.endswith('sses') else noun[:-1]}"
 
 
-def _one_file(argument: str | None, option: str | None) -> str:
+def contract_file(argument: str | None, option: str | None, usage: str) -> str:
+    """The contract named as an argument or with -f (once); `usage` shows how when neither."""
     if argument and option:
         raise InputError("give the contract file once: as an argument or with -f, not both")
     path = argument or option
     if not path:
-        raise InputError("missing contract file: gpupact check CONTRACT.yaml")
+        raise InputError(f"missing contract file: {usage}")
     return path

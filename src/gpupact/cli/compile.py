@@ -14,8 +14,8 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from gpupact.cli.check import parse_now
-from gpupact.cli.main import EXIT_BAD_INPUT, EXIT_OK, app, stderr, stdout, user_errors
+from gpupact.cli.check import contract_file, parse_now
+from gpupact.cli.main import EXIT_BAD_INPUT, EXIT_OK, app, print_errors, stdout, user_errors
 from gpupact.compile import (
     TARGETS,
     CompileInvalid,
@@ -24,7 +24,7 @@ from gpupact.compile import (
     compile_contract,
     write_bundle,
 )
-from gpupact.contract import ContractInvalid, load_contract
+from gpupact.contract import load_contract
 from gpupact.errors import FieldError, InputError
 
 
@@ -52,29 +52,24 @@ def compile_command(
     ),
 ) -> None:
     """Compile a contract into Kubernetes, Kueue, Volcano and Karpenter objects."""
-    if file and file_option:
-        raise InputError("give the contract file once: as an argument or with -f, not both")
-    path = file or file_option
-    if not path:
-        raise InputError("missing contract file: gpupact compile CONTRACT.yaml -o OUT/")
+    path = contract_file(file, file_option, "gpupact compile CONTRACT.yaml -o OUT/")
     moment = parse_now(now) if now is not None else datetime.now(UTC)  # the one clock read
     try:
         node_ref = NodeClassRef.parse(node_class)
     except ValueError as err:
         raise InputError(f"--node-class: {err}") from None
-    try:
-        loaded = load_contract(path)
-    except ContractInvalid as err:
-        _print_errors(str(e) for e in err.errors)
-        raise typer.Exit(EXIT_BAD_INPUT) from None
+    loaded = load_contract(path)
     try:
         bundle = compile_contract(loaded.contract, CompileOptions(now=moment, node_class=node_ref))
     except FieldError as err:
         raise loaded.document.error(err) from None
     except CompileInvalid as err:
-        _print_errors(f"{loaded.file}: cannot compile: {p}" for p in err.problems)
+        print_errors(f"{loaded.file}: cannot compile: {p}" for p in err.problems)
         raise typer.Exit(EXIT_BAD_INPUT) from None
-    written = write_bundle(bundle, out, fmt.value)
+    try:
+        written = write_bundle(bundle, out, fmt.value)
+    except OSError as err:  # no permission, a file where a folder belongs, a full disk
+        raise InputError(f"cannot write {out}: {err.strerror or err}") from None
     counts = {t: sum(1 for e in bundle.objects if e.target == t) for t in TARGETS}
     summary = ", ".join(f"{n} {t}" for t, n in counts.items() if n)
     stdout.print(
@@ -84,8 +79,3 @@ def compile_command(
         highlight=False,
     )
     raise typer.Exit(EXIT_OK)
-
-
-def _print_errors(lines: object) -> None:
-    for line in lines:  # type: ignore[attr-defined]
-        stderr.print(f"error: {line}", markup=False, highlight=False)

@@ -17,7 +17,7 @@ from rich.markup import escape
 
 from gpupact.cli.check import parse_now
 from gpupact.cli.main import EXIT_FINDINGS, EXIT_OK, Output, app, stdout, user_errors
-from gpupact.cli.render import dump
+from gpupact.cli.render import emit
 from gpupact.contract import load_contract
 from gpupact.contract.schema import Contract
 from gpupact.errors import InputError
@@ -63,10 +63,6 @@ def print_finding(finding: Finding, indent: str = "  ") -> None:
             stdout.print(f"{indent}    {escape(line)}", highlight=False)
     if finding.action:
         stdout.print(f"{indent}  [green]action:[/] {escape(finding.action)}", highlight=False)
-
-
-def emit(data: object, output: Output) -> None:
-    stdout.print(dump(data, output.value), markup=False, highlight=False, soft_wrap=True)
 
 
 # --- diagnose -----------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from gpupact.cli.main import (
     stdout,
     user_errors,
 )
-from gpupact.cli.render import dump
+from gpupact.cli.render import emit
 from gpupact.cluster.snapshot import load_objects
 from gpupact.engine.placement.framework import ClusterView, FitResult, explain_fit
 from gpupact.errors import InputError
@@ -81,10 +81,5 @@ def fit(
             _render_text(result)
     else:
         data = [_as_data(r) for r in results]
-        stdout.print(
-            dump(data[0] if len(data) == 1 else data, output.value),
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
+        emit(data[0] if len(data) == 1 else data, output)
     raise typer.Exit(EXIT_OK if all(r.feasible for r in results) else EXIT_FINDINGS)

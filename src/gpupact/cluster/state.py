@@ -318,16 +318,85 @@ class ClusterState:
         state._refresh_gpu_rows(np.arange(len(nodes)))
         if namespace_labels:
             state.namespace_labels.update({k: dict(v) for k, v in namespace_labels.items()})
-        known = devices or {}
-        for pod in pods:
-            if not pod.holds_resources or pod.node_name not in state.node_index:
-                continue
-            idx = state.node_index[pod.node_name]
-            given = known.get(pod.key)
-            state.bind(pod, idx, tuple(given) if given is not None else None, lenient=True)
+        state._bind_snapshot(pods, devices or {})
         state._log.clear()
         state._log_base = state.version
         return state
+
+    def _bind_snapshot(self, pods: Iterable[Pod], known: Mapping[str, Sequence[int]]) -> None:
+        """from_nodes' binds, with the same result as `bind(pod, node, given, lenient=True)`
+        per pod in order (same checks and errors, devices chosen in the same order, same
+        sequence numbers and version), but the resource columns are summed once at the end
+        and each GPU node's aggregates refreshed once instead of after every pod."""
+        index = self.node_index
+        by_key = self._by_key
+        resource_index = self.resource_index
+        per_node: dict[int, list[Binding]] = {}
+        rows: list[int] = []
+        usage_ids: list[int] = []
+        usages: dict[int, PodUsage] = {}  # id -> usage (held, so ids stay unique)
+        gpu_rows: set[int] = set()
+        seq = self._seq
+        for pod in pods:
+            if not pod.holds_resources:
+                continue
+            node = index.get(pod.node_name)
+            if node is None:
+                continue
+            key = pod.key
+            if key in by_key:
+                raise ValueError(f"pod {key} is already bound")
+            usage = pod_usage(pod)
+            chosen: tuple[int, ...] = ()
+            gpu = usage.gpu
+            if gpu is not None and self.gpu_specs[node].devices:
+                given = known.get(key)
+                try:
+                    if given is None:
+                        free, mig = self.node_gpu_free(node)
+                        chosen = choose_devices(self.gpu_specs[node], free, mig, gpu)
+                    else:
+                        chosen = tuple(int(d) for d in given)
+                        self._check_devices(node, gpu, chosen)
+                except ValueError:
+                    chosen = ()  # lenient: bound without device usage
+            for name, _ in usage.requests:
+                if name not in resource_index:
+                    self._add_resource(name)
+            if chosen:
+                self._use_devices(node, gpu, chosen, 1)  # type: ignore[arg-type]
+                gpu_rows.add(node)
+            seq += 1
+            binding = Binding(pod, node, chosen, usage, seq, has_pod_affinity(pod))
+            per_node.setdefault(node, []).append(binding)
+            by_key[key] = binding
+            if binding.pod_affinity:
+                self.affinity_bindings[id(binding)] = binding
+            rows.append(node)
+            usage_ids.append(id(usage))
+            usages.setdefault(id(usage), usage)
+        if not rows:
+            return
+        self._seq = seq
+        self.version += len(rows)
+        for node, bound in per_node.items():
+            self._pods[node] = (*self._pods[node], *bound)
+        # one row of deltas per distinct usage: requests, one pod, non-zero cpu / memory
+        slot = {uid: i for i, uid in enumerate(usages)}
+        deltas = np.zeros((len(usages), len(self.resource_names) + 2), dtype=np.int64)
+        pods_col = resource_index[PODS]
+        for i, usage in enumerate(usages.values()):
+            for name, amount in usage.requests:
+                deltas[i, resource_index[name]] += amount
+            deltas[i, pods_col] += 1
+            deltas[i, -2] = usage.nonzero_cpu
+            deltas[i, -1] = usage.nonzero_memory
+        picked = deltas[np.fromiter((slot[u] for u in usage_ids), np.intp, len(usage_ids))]
+        node_rows = np.asarray(rows, dtype=np.intp)
+        np.add.at(self.requested, node_rows, picked[:, :-2])
+        np.add.at(self.nonzero_requested, node_rows, picked[:, -2:])
+        for node in sorted(gpu_rows):
+            self._refresh_gpu_row(node)
 
     @classmethod
     def from_arrays(
@@ -735,6 +804,11 @@ class ClusterState:
                 raise ValueError(f"device {d} of {self.node_names[node]} is over-committed")
 
     def _apply_devices(self, node: int, gpu: GpuRequest, devices: Sequence[int], sign: int):
+        self._use_devices(node, gpu, devices, sign)
+        self._refresh_gpu_row(node)
+
+    def _use_devices(self, node: int, gpu: GpuRequest, devices: Sequence[int], sign: int):
+        """Device rows only; the caller refreshes the node's GPU aggregates."""
         if gpu.mig_profile is not None:
             p = self.mig_profiles.index(gpu.mig_profile)
             for d in devices:
@@ -742,7 +816,6 @@ class ClusterState:
         else:
             for d, milli in device_usage(self.gpu_specs[node], gpu, devices):
                 self.dev_used_milli[node, d] += sign * milli
-        self._refresh_gpu_row(node)
 
     def _refresh_gpu_row(self, row: int) -> None:
         """Recompute one node's GPU aggregates from its device rows (after every change)."""

@@ -29,7 +29,6 @@ from gpupact.compile.names import (
     KARPENTER_DO_NOT_DISRUPT,
     KUEUE_PRIORITY_LABEL,
     KUEUE_QUEUE_LABEL,
-    LABEL_APP,
     VOLCANO_GROUP_ANNOTATION,
     VOLCANO_SCHEDULER,
     ZONE_KEY,
@@ -44,9 +43,11 @@ from gpupact.compile.names import (
     priority_value,
     seconds,
     service_priority_class,
+    tenant_labels,
     tenant_of,
     utc_text,
 )
+from gpupact.contract.keys import ANNOTATION_EXPIRES, ANNOTATION_MODEL, LABEL_APP
 from gpupact.contract.schema import (
     Contract,
     Job,
@@ -95,13 +96,7 @@ def namespaces(contract: Contract) -> list[Obj]:
                 "kind": "Namespace",
                 "metadata": {
                     "name": namespace_of(contract, tenant.name),
-                    "labels": common_labels(
-                        contract,
-                        tenant=tenant,
-                        klass=None,
-                        owner=tenant.owner,
-                        cost_center=tenant.cost_center,
-                    ),
+                    "labels": tenant_labels(contract, tenant),
                     "annotations": owner_annotations(contract, tenant.owner),
                 },
             }
@@ -305,9 +300,9 @@ def service_objects(contract: Contract, service: Service) -> tuple[list[Obj], li
     }
     annotations = owner_annotations(contract, service.owner)
     if service.model is not None:
-        annotations["gpupact.io/model"] = service.model.name
+        annotations[ANNOTATION_MODEL] = service.model.name
     if service.expires is not None:
-        annotations["gpupact.io/expires"] = utc_text(service.expires)
+        annotations[ANNOTATION_EXPIRES] = utc_text(service.expires)
     meta = {"name": service.name, "namespace": namespace, "labels": labels}
 
     container = {

@@ -30,17 +30,17 @@ from gpupact.compile.names import (
     is_gang_job,
     namespace_of,
     tenant_classes,
+    tenant_labels,
     tenant_queue_name,
     utc_text,
 )
 from gpupact.compile.quota import PoolQuota, tenant_quotas
+from gpupact.contract.keys import ANNOTATION_NEXT_RAISE_EXPIRY, ANNOTATION_QUOTA_RAISES
 from gpupact.contract.schema import Contract, Pool, Tenant, WorkloadClass
 from gpupact.errors import FieldError
 from gpupact.kube.quantity import format_resource_amount
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
-RAISES_ANNOTATION = "gpupact.io/quota-raises"
-NEXT_EXPIRY_ANNOTATION = "gpupact.io/next-raise-expiry"
 
 
 def resource_flavor(contract: Contract, pool: Pool) -> Obj:
@@ -94,19 +94,14 @@ def cluster_queue(contract: Contract, tenant: Tenant, now: datetime) -> Obj:
     spec["preemption"] = _preemption(contract, tenant, classes)
     metadata: Obj = {
         "name": cluster_queue_name(tenant.name),
-        "labels": common_labels(
-            contract,
-            tenant=tenant,
-            klass=None,
-            owner=tenant.owner,
-            cost_center=tenant.cost_center,
-        ),
+        "labels": tenant_labels(contract, tenant),
     }
     raised = [q for q in quotas if q.raises]
     if raised:
+        first_expiry = min(utc_text(r.expires) for q in raised for r in q.raises)  # type: ignore[arg-type]
         metadata["annotations"] = {
-            RAISES_ANNOTATION: json.dumps([_raise_record(contract, q) for q in raised]),
-            NEXT_EXPIRY_ANNOTATION: min(utc_text(r.expires) for q in raised for r in q.raises),  # type: ignore[arg-type]
+            ANNOTATION_QUOTA_RAISES: json.dumps([_raise_record(contract, q) for q in raised]),
+            ANNOTATION_NEXT_RAISE_EXPIRY: first_expiry,
         }
     return {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": metadata, "spec": spec}
 
@@ -238,13 +233,7 @@ def local_queues(contract: Contract, tenant: Tenant) -> list[Obj]:
             "metadata": {
                 "name": name,
                 "namespace": namespace_of(contract, tenant.name),
-                "labels": common_labels(
-                    contract,
-                    tenant=tenant,
-                    klass=None,
-                    owner=tenant.owner,
-                    cost_center=tenant.cost_center,
-                ),
+                "labels": tenant_labels(contract, tenant),
             },
             "spec": {"clusterQueue": cluster_queue_name(tenant.name)},
         }

@@ -2,7 +2,7 @@
 
 One place decides what an object is called, so that a reference written by one target module
 (a pod's `priorityClassName`, a PodGroup's `queue`, a LocalQueue's `clusterQueue`) always
-names an object another module emits. `validate.check_references` proves it for every compile.
+names an object another module emits. `validate.check_bundle` proves it for every compile.
 """
 
 from __future__ import annotations
@@ -10,6 +10,15 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
+from gpupact.contract.keys import (
+    ANNOTATION_CONTRACT,
+    ANNOTATION_OWNER,
+    LABEL_CLASS,
+    LABEL_COST_CENTRE,
+    LABEL_OWNER,
+    LABEL_POOL,
+    LABEL_TENANT,
+)
 from gpupact.contract.schema import (
     BusinessPriority,
     Contract,
@@ -22,18 +31,9 @@ from gpupact.contract.schema import (
 
 MANAGED_BY = "gpupact"
 
-# Label keys (gpupact's own, spelled as the brief and the ledger read them).
-LABEL_OWNER = "gpupact.io/owner"
-LABEL_COST_CENTRE = "gpupact.io/cost-centre"
-LABEL_TENANT = "gpupact.io/tenant"
-LABEL_CLASS = "gpupact.io/class"
-LABEL_POOL = "gpupact.io/pool"
-LABEL_APP = "app.kubernetes.io/name"
+# gpupact's own label and annotation keys live in gpupact.contract.keys (audit reads them too).
 LABEL_PART_OF = "app.kubernetes.io/part-of"
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
-
-ANNOTATION_OWNER = "gpupact.io/owner"  # the exact owner text (an e-mail is no label value)
-ANNOTATION_CONTRACT = "gpupact.io/contract"
 
 # Upstream keys.
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -157,6 +157,13 @@ def common_labels(
     }
     labels.update({k: v for k, v in optional.items() if v})
     return labels
+
+
+def tenant_labels(contract: Contract, tenant: Tenant) -> dict[str, str]:
+    """The labels of a tenant's own objects (its Namespace, ClusterQueue, LocalQueues)."""
+    return common_labels(
+        contract, tenant=tenant, klass=None, owner=tenant.owner, cost_center=tenant.cost_center
+    )
 
 
 def owner_annotations(contract: Contract, owner: str | None) -> dict[str, str]:

@@ -23,7 +23,6 @@ from gpupact.compile.core import (
 )
 from gpupact.compile.model import Obj
 from gpupact.compile.names import (
-    LABEL_APP,
     VOLCANO_SCHEDULER,
     common_labels,
     device_resource,
@@ -36,6 +35,7 @@ from gpupact.compile.names import (
     tenant_of,
 )
 from gpupact.compile.quota import active_quota
+from gpupact.contract.keys import ANNOTATION_SCHEDULE, LABEL_APP
 from gpupact.contract.schema import Contract, Job, Pool, Service
 from gpupact.kube.quantity import format_resource_amount, resource_amount
 
@@ -141,7 +141,7 @@ def volcano_job(contract: Contract, job: Job) -> Obj:
     annotations = owner_annotations(contract, job.owner)
     if job.schedule is not None:
         # Volcano Jobs have no schedule; the contract's cron is kept for the trigger to read
-        annotations["gpupact.io/schedule"] = job.schedule
+        annotations[ANNOTATION_SCHEDULE] = job.schedule
     return {
         "apiVersion": BATCH_API,
         "kind": "Job",

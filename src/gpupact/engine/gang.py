@@ -101,13 +101,20 @@ class PodGroup:
         return f"{self.namespace}/{self.name}"
 
 
-def _parse_bool(text: str, path: Sequence[PathPart]) -> bool:
-    """Go strconv.ParseBool."""
+def parse_go_bool(text: str) -> bool | None:
+    """Go strconv.ParseBool (how Volcano reads its boolean annotations); None when Go refuses."""
     if text in ("1", "t", "T", "true", "TRUE", "True"):
         return True
     if text in ("0", "f", "F", "false", "FALSE", "False"):
         return False
-    raise FieldError(path, f"invalid boolean {text!r}")
+    return None
+
+
+def _parse_bool(text: str, path: Sequence[PathPart]) -> bool:
+    value = parse_go_bool(text)
+    if value is None:
+        raise FieldError(path, f"invalid boolean {text!r}")
+    return value
 
 
 def parse_podgroup(obj: Any) -> PodGroup:
@@ -287,12 +294,6 @@ class Gang:
             return True
         statuses = (*ALLOCATED_STATUSES, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED)
         return self._roles_meet(self._role_counts(statuses, True))
-
-    def check_task_starving(self) -> bool:
-        if self._roles_skipped():
-            return True
-        statuses = (*ALLOCATED_STATUSES, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED)
-        return not self._roles_meet(self._role_counts(statuses, False))
 
     def need_continue_allocating(self, failed_roles: Iterable[str]) -> bool:
         """After a task found no node: may the allocation go on with the job's other tasks

@@ -10,10 +10,13 @@ error (`mapping`, `required_string`).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+import marshal
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, Generic, TypeVar
 
 from gpupact.errors import FieldError, PathPart
+
+T = TypeVar("T")
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -32,7 +35,7 @@ def mapping(
 ) -> Mapping[str, Any]:
     """A JSON object (None is an error). With `known`, any other key is an unknown field (the
     strict decoding upstream applies to selectors)."""
-    if not isinstance(obj, Mapping):
+    if type(obj) is not dict and not isinstance(obj, Mapping):  # exact dict: skip the ABC check
         raise FieldError(path, f"expected an object, got {_type_name(obj)}")
     if known is not None:
         for key in obj:
@@ -43,11 +46,23 @@ def mapping(
 
 def optional_mapping(obj: object, path: Sequence[PathPart]) -> Mapping[str, Any]:
     """A JSON object; a missing one reads as empty (a nil struct pointer)."""
+    if type(obj) is dict:
+        return obj
     return {} if obj is None else mapping(obj, path)
 
 
 def string_map(obj: object, path: Sequence[PathPart]) -> dict[str, str]:
     """A `map[string]string` (labels, annotations, nodeSelector); missing reads as empty."""
+    if obj is None:
+        return {}
+    if type(obj) is dict:
+        # fast path: plain str keys and values (decoded JSON) copy as they are; anything else
+        # takes the checked loop below, which reports the first bad entry
+        for key, value in obj.items():
+            if type(key) is not str or type(value) is not str:
+                break
+        else:
+            return dict(obj)
     out: dict[str, str] = {}
     for key, value in optional_mapping(obj, path).items():
         if not isinstance(key, str):
@@ -99,6 +114,8 @@ def optional_string(obj: object, path: Sequence[PathPart]) -> str | None:
 
 def string(obj: object, path: Sequence[PathPart], default: str = "") -> str:
     """A string; a missing one reads as `default` (Go's zero value "" unless upstream defaults)."""
+    if type(obj) is str:
+        return obj
     return default if obj is None else required_string(obj, path)
 
 
@@ -124,3 +141,44 @@ def integer(
     """An integer as `optional_integer`; a missing one reads as `default`."""
     value = optional_integer(obj, path, bits=bits)
     return default if value is None else value
+
+
+# --- memoised parsing --------------------------------------------------------------------------
+
+_MISSING: Any = object()
+
+
+class ContentMemo(Generic[T]):
+    """A pure parse function memoised by the exact content of its positional arguments.
+
+    Replicas of one Deployment carry identical containers, tolerations, affinity and spread
+    constraints; each distinct subtree is parsed once and its (immutable) result shared. The
+    key is `marshal.dumps(args)`: marshal accepts only exact built-in types (a subclass or any
+    other object makes it refuse, and the call parses unmemoised), tags every value with its
+    type and keeps dict order, so equal keys mean arguments equal in content, order and type
+    (True is not 1, 1.0 is not 1, a tuple is not a list). Equal arguments can still get
+    different keys (marshal back-references follow object sharing); that only costs a miss.
+    Only successes are stored: a bad input raises on every call, with its own path."""
+
+    __slots__ = ("_items", "limit", "parse")
+
+    def __init__(self, parse: Callable[..., T], limit: int = 4096) -> None:
+        self.parse = parse
+        self.limit = limit
+        self._items: dict[bytes, T] = {}
+
+    def __call__(self, *args: Any) -> T:
+        try:
+            key = marshal.dumps(args)
+        except ValueError:  # not plain decoded data: parse without the memo
+            return self.parse(*args)
+        value = self._items.get(key, _MISSING)
+        if value is _MISSING:
+            value = self.parse(*args)
+            if len(self._items) >= self.limit:
+                self._items.clear()
+            self._items[key] = value
+        return value
+
+    def clear(self) -> None:
+        self._items.clear()

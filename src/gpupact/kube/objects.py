@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpupact.errors import FieldError
-from gpupact.kube.fields import integer, optional_list, optional_mapping, string, string_map
+from gpupact.kube.fields import (
+    ContentMemo,
+    integer,
+    optional_list,
+    optional_mapping,
+    string,
+    string_map,
+)
 from gpupact.kube.pod_affinity import PodAffinity, parse_pod_affinity
 from gpupact.kube.requests import (
     PodFootprint,
@@ -106,6 +113,38 @@ class Pod:
 # --- parsing ----------------------------------------------------------------------------
 
 
+# Pods of one controller repeat the same spec subtrees: each distinct one is parsed once (keyed
+# by its exact content and path; see ContentMemo) and the immutable result shared by the pods.
+_parse_tolerations = ContentMemo(lambda obj, path: tuple(parse_tolerations(obj, path)))
+_parse_taints = ContentMemo(lambda obj, path: tuple(parse_taints(obj, path)))
+_parse_spread = ContentMemo(parse_topology_spread_constraints)
+_parse_node_affinity = ContentMemo(parse_node_affinity)
+_parse_pod_affinity = ContentMemo(parse_pod_affinity)
+
+
+def _resources_of(
+    containers: Any, init_containers: Any, overhead: Any, resources: Any, path: tuple[str, ...]
+) -> PodResources:
+    """parse_pod_resources over the four spec fields it reads (the memo key holds only these,
+    not nodeName and the rest of the spec, which differ between replicas)."""
+    spec = {
+        "containers": containers,
+        "initContainers": init_containers,
+        "overhead": overhead,
+        "resources": resources,
+    }
+    return parse_pod_resources(spec, path)
+
+
+_parse_resources = ContentMemo(_resources_of)
+_TOLERATIONS_PATH = ("spec", "tolerations")
+_SPREAD_PATH = ("spec", "topologySpreadConstraints")
+_NODE_AFFINITY_PATH = ("spec", "affinity", "nodeAffinity")
+_POD_AFFINITY_PATH = ("spec", "affinity", "podAffinity")
+_POD_ANTI_AFFINITY_PATH = ("spec", "affinity", "podAntiAffinity")
+_SPEC_PATH = ("spec",)
+
+
 def _check_kind(obj: dict[str, Any], expected: str) -> None:
     kind = obj.get("kind")
     if kind is not None and kind != expected:
@@ -120,7 +159,7 @@ def parse_node(obj: dict[str, Any]) -> Node:
     name = string(meta.get("name"), ("metadata", "name"))
     if not name:
         raise FieldError(("metadata", "name"), "a Node needs a name")
-    taints = tuple(parse_taints(spec.get("taints"), ("spec", "taints")))
+    taints = _parse_taints(spec.get("taints"), ("spec", "taints"))
     conditions: dict[str, str] = {}
     for i, c in enumerate(optional_list(status.get("conditions"), ("status", "conditions"))):
         c = optional_mapping(c, ("status", "conditions", i))
@@ -146,6 +185,22 @@ def parse_node(obj: dict[str, Any]) -> Node:
         conditions=conditions,
         raw=obj,
     )
+
+
+def _optional(parse: ContentMemo[tuple], obj: Any, path: tuple[str, ...]) -> tuple:
+    """A list field: absent (None) is the empty tuple without a memo lookup."""
+    return () if obj is None else parse(obj, path)
+
+
+def _node_affinity(obj: Any) -> NodeAffinity | None:
+    return None if obj is None else _parse_node_affinity(obj, _NODE_AFFINITY_PATH)
+
+
+def _pod_affinity(
+    obj: Any, namespace: str, labels: dict[str, str], path: tuple[str, ...]
+) -> PodAffinity | None:
+    # the merged matchLabelKeys and the default namespace depend on the pod: both are in the key
+    return None if obj is None else _parse_pod_affinity(obj, namespace, labels, path)
 
 
 def parse_pod(obj: dict[str, Any]) -> Pod:
@@ -179,23 +234,24 @@ def parse_pod(obj: dict[str, Any]) -> Pod:
         scheduler_name=string(spec.get("schedulerName"), ("spec", "schedulerName"))
         or DEFAULT_SCHEDULER,
         node_selector=string_map(spec.get("nodeSelector"), ("spec", "nodeSelector")),
-        node_affinity=parse_node_affinity(
-            affinity.get("nodeAffinity"), ("spec", "affinity", "nodeAffinity")
+        node_affinity=_node_affinity(affinity.get("nodeAffinity")),
+        pod_affinity=_pod_affinity(
+            affinity.get("podAffinity"), namespace, labels, _POD_AFFINITY_PATH
         ),
-        pod_affinity=parse_pod_affinity(
-            affinity.get("podAffinity"), namespace, labels, ("spec", "affinity", "podAffinity")
+        pod_anti_affinity=_pod_affinity(
+            affinity.get("podAntiAffinity"), namespace, labels, _POD_ANTI_AFFINITY_PATH
         ),
-        pod_anti_affinity=parse_pod_affinity(
-            affinity.get("podAntiAffinity"),
-            namespace,
-            labels,
-            ("spec", "affinity", "podAntiAffinity"),
+        tolerations=_optional(_parse_tolerations, spec.get("tolerations"), _TOLERATIONS_PATH),
+        topology_spread_constraints=_optional(
+            _parse_spread, spec.get("topologySpreadConstraints"), _SPREAD_PATH
         ),
-        tolerations=tuple(parse_tolerations(spec.get("tolerations"), ("spec", "tolerations"))),
-        topology_spread_constraints=parse_topology_spread_constraints(
-            spec.get("topologySpreadConstraints"), ("spec", "topologySpreadConstraints")
+        resources=_parse_resources(
+            spec.get("containers"),
+            spec.get("initContainers"),
+            spec.get("overhead"),
+            spec.get("resources"),
+            _SPEC_PATH,
         ),
-        resources=parse_pod_resources(spec, ("spec",)),
         terminating=meta.get("deletionTimestamp") is not None,
         creation_timestamp=string(meta.get("creationTimestamp"), ("metadata", "creationTimestamp")),
         start_time=string(status.get("startTime"), ("status", "startTime")),

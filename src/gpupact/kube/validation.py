@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from gpupact.errors import FieldError, PathPart
 
@@ -163,6 +164,31 @@ def _byte_len(text: str) -> int:
 
 def label_key_errors(key: str) -> list[str]:
     """Messages for an invalid label key (upstream IsLabelKey / IsQualifiedName); [] if valid."""
+    if type(key) is str:
+        return list(_label_key_errors_cached(key))
+    return _label_key_errors(key)
+
+
+def label_value_errors(value: str) -> list[str]:
+    """Messages for an invalid label value (upstream IsLabelValue); [] if valid."""
+    if type(value) is str:
+        return list(_label_value_errors_cached(value))
+    return _label_value_errors(value)
+
+
+# The same keys and values are checked again and again (every pod's labels, tolerations and
+# selectors): each distinct string is checked once. Callers get a fresh list.
+@lru_cache(maxsize=16384)
+def _label_key_errors_cached(key: str) -> tuple[str, ...]:
+    return tuple(_label_key_errors(key))
+
+
+@lru_cache(maxsize=16384)
+def _label_value_errors_cached(value: str) -> tuple[str, ...]:
+    return tuple(_label_value_errors(value))
+
+
+def _label_key_errors(key: str) -> list[str]:
     parts = key.split("/")
     errs: list[str] = []
     if len(parts) == 1:
@@ -197,8 +223,7 @@ def label_key_errors(key: str) -> list[str]:
     return errs
 
 
-def label_value_errors(value: str) -> list[str]:
-    """Messages for an invalid label value (upstream IsLabelValue); [] if valid."""
+def _label_value_errors(value: str) -> list[str]:
     errs: list[str] = []
     if _byte_len(value) > _NAME_MAX_BYTES:
         errs.append(_max_len_error(_NAME_MAX_BYTES))
@@ -212,18 +237,20 @@ def label_value_errors(value: str) -> list[str]:
 def is_qualified_name(value: str) -> bool:
     """apimachinery IsQualifiedName: `[prefix/]name`, prefix a DNS-1123 subdomain (<= 253
     bytes), name <= 63 bytes of alphanumerics, '-', '_', '.' (alphanumeric at the ends)."""
-    return not label_key_errors(value)
+    if type(value) is str:
+        return not _label_key_errors_cached(value)
+    return not _label_key_errors(value)
 
 
 def check_label_key(key: str, path: Sequence[PathPart]) -> None:
     """ValidateLabelName: raise field.Invalid (every reason, joined) unless a qualified name."""
-    errors = label_key_errors(key)
+    errors = _label_key_errors_cached(key) if type(key) is str else _label_key_errors(key)
     if errors:
         raise invalid_issue(path, key, "; ".join(errors)).as_error()
 
 
 def check_label_value(value: str, path: Sequence[PathPart]) -> None:
     """Raise field.Invalid (every reason, joined) unless a valid label value."""
-    errors = label_value_errors(value)
+    errors = _label_value_errors_cached(value) if type(value) is str else _label_value_errors(value)
     if errors:
         raise invalid_issue(path, value, "; ".join(errors)).as_error()

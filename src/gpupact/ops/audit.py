@@ -28,7 +28,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpupact.cluster.devices import SharingMode
-from gpupact.compile.kueue import NEXT_EXPIRY_ANNOTATION, RAISES_ANNOTATION
+from gpupact.contract.keys import (
+    ANNOTATION_EXPIRES,
+    ANNOTATION_NEXT_RAISE_EXPIRY,
+    ANNOTATION_QUOTA_RAISES,
+    LABEL_CLASS,
+)
 from gpupact.errors import FieldError
 from gpupact.kube.objects import Pod
 from gpupact.kube.requests import parse_pod_resources
@@ -44,10 +49,9 @@ from gpupact.ops.diagnose import (
     zombie_workloads,
 )
 from gpupact.ops.findings import Domain, Finding, Severity, format_duration, sort_findings
-from gpupact.ops.model import parse_time
+from gpupact.ops.model import time_or_none
 from gpupact.ops.roles import gpu_lost, owner_labels_missing, pools_of
 
-EXPIRES_ANNOTATION = "gpupact.io/expires"
 GPU_RESOURCES_PREFIX = "nvidia.com/"
 DRIVER_LABELS = (
     "nvidia.com/cuda.driver.major",
@@ -405,7 +409,7 @@ def check_stale_gangs(a: Analysis, opts: AuditOptions) -> list[Finding]:
     for group, counts in partial_gangs(a):
         started = [p for p in counts.holding]
         since = min(
-            (t for t in (_pod_start(p) for p in started) if t is not None),
+            (t for t in (time_or_none(p.start_time) for p in started) if t is not None),
             default=group.meta.created,
         )
         age = a.age(since)
@@ -429,34 +433,28 @@ def check_stale_gangs(a: Analysis, opts: AuditOptions) -> list[Finding]:
     return out
 
 
-def _pod_start(pod: Pod) -> int | None:
-    try:
-        return parse_time(pod.start_time) if pod.start_time else None
-    except ValueError:
-        return None
-
-
 def check_expired_raises(a: Analysis, opts: AuditOptions) -> list[Finding]:
     out = []
     for obj in a.snapshot.kueue_of("ClusterQueue"):
-        text = obj.meta.annotations.get(RAISES_ANNOTATION)
+        text = obj.meta.annotations.get(ANNOTATION_QUOTA_RAISES)
         if text is None:
-            nxt = obj.meta.annotations.get(NEXT_EXPIRY_ANNOTATION)
-            when = _safe_time(nxt) if nxt else None
+            nxt = obj.meta.annotations.get(ANNOTATION_NEXT_RAISE_EXPIRY)
+            when = time_or_none(nxt) if nxt else None
             if when is not None and when <= a.now:
-                out.append(_raise_finding(obj.meta.name, [f"{NEXT_EXPIRY_ANNOTATION}: {nxt}"]))
+                out.append(
+                    _raise_finding(obj.meta.name, [f"{ANNOTATION_NEXT_RAISE_EXPIRY}: {nxt}"])
+                )
             continue
-        try:
-            records = json.loads(text)
-            assert isinstance(records, list)
-        except (ValueError, AssertionError):
+        records = _raise_records(text)
+        if records is None:
             out.append(
                 Finding(
                     Domain.quota,
                     "unreadable-raise-annotation",
                     Severity.warning,
                     f"ClusterQueue {obj.meta.name}",
-                    f"annotation {RAISES_ANNOTATION} is not a JSON list",
+                    f"annotation {ANNOTATION_QUOTA_RAISES} is not the JSON list gpupact compile "
+                    "writes",
                     (text[:120],),
                     "recompile the quota objects with gpupact compile",
                 )
@@ -469,15 +467,13 @@ def check_expired_raises(a: Analysis, opts: AuditOptions) -> list[Finding]:
             for r, q in f.resources.items()
         }
         for record in records:
-            if not isinstance(record, dict):
-                continue
             flavor, resource = record.get("flavor"), record.get("resource")
             base = record.get("baseQuota")
             raises = [r for r in record.get("raises", []) if isinstance(r, dict)]
             active = sum(
-                int(r.get("gpus", 0)) for r in raises if (_safe_time(r.get("expires")) or 0) > a.now
+                r.get("gpus", 0) for r in raises if (time_or_none(r.get("expires")) or 0) > a.now
             )
-            expired = [r for r in raises if (_safe_time(r.get("expires")) or 0) <= a.now]
+            expired = [r for r in raises if (time_or_none(r.get("expires")) or 0) <= a.now]
             current = quotas.get((flavor, resource))
             if not expired or not isinstance(base, int) or current is None:
                 continue
@@ -487,15 +483,15 @@ def check_expired_raises(a: Analysis, opts: AuditOptions) -> list[Finding]:
                     f"active raises {active}"
                 ]
                 for r in expired:
-                    age = a.now - (_safe_time(r.get("expires")) or a.now)
+                    age = a.now - (time_or_none(r.get("expires")) or a.now)
                     evidence.append(
                         f"raise of {r.get('gpus')} ({r.get('reason', '')}) expired "
                         f"{r.get('expires')} ({format_duration(age)} ago)"
                     )
                 out.append(_raise_finding(obj.meta.name, evidence, current - base - active))
     for ctrl in a.snapshot.controllers:
-        text = ctrl.meta.annotations.get(EXPIRES_ANNOTATION)
-        when = _safe_time(text) if text else None
+        text = ctrl.meta.annotations.get(ANNOTATION_EXPIRES)
+        when = time_or_none(text) if text else None
         if when is not None and when <= a.now:
             out.append(
                 Finding(
@@ -504,11 +500,33 @@ def check_expired_raises(a: Analysis, opts: AuditOptions) -> list[Finding]:
                     Severity.warning,
                     f"{ctrl.kind} {ctrl.meta.key}",
                     f"past its expiry ({text}) and still deployed",
-                    (f"{EXPIRES_ANNOTATION}: {text}",),
+                    (f"{ANNOTATION_EXPIRES}: {text}",),
                     "remove it, or renew its expiry in the contract with a reason (43.6)",
                 )
             )
     return out
+
+
+def _raise_records(text: str) -> list[dict[str, Any]] | None:
+    """The raises annotation's records (objects; anything else in the list is passed over), or
+    None when it is not what gpupact compile writes: a JSON list whose records hold `raises` as
+    a list with whole-number `gpus`."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, list):
+        return None
+    records = [r for r in data if isinstance(r, dict)]
+    for record in records:
+        raises = record.get("raises", [])
+        if not isinstance(raises, list):
+            return None
+        for r in raises:
+            gpus = r.get("gpus", 0) if isinstance(r, dict) else 0
+            if not isinstance(gpus, int) or isinstance(gpus, bool):
+                return None
+    return records
 
 
 def _raise_finding(cq: str, evidence: list[str], excess: int | None = None) -> Finding:
@@ -523,15 +541,6 @@ def _raise_finding(cq: str, evidence: list[str], excess: int | None = None) -> F
         "recompile with `gpupact compile --now <now>` and apply (expired raises drop out), "
         "or renew the raise in the contract with a new expiry and reason",
     )
-
-
-def _safe_time(text: Any) -> int | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        return parse_time(text)
-    except ValueError:
-        return None
 
 
 def check_preemption(a: Analysis, opts: AuditOptions) -> list[Finding]:
@@ -600,8 +609,8 @@ def _class_of_pod_name(a: Analysis, namespace: str, name: str) -> str:
     for ctrl in a.snapshot.controllers:
         if ctrl.meta.namespace == namespace and ctrl.meta.name == prefix and ctrl.templates:
             labels = ctrl.templates[0].get("metadata", {}).get("labels", {})
-            if isinstance(labels, dict) and labels.get("gpupact.io/class"):
-                return str(labels["gpupact.io/class"])
+            if isinstance(labels, dict) and labels.get(LABEL_CLASS):
+                return str(labels[LABEL_CLASS])
     return ""
 
 
@@ -678,7 +687,7 @@ def shortage_plan(a: Analysis) -> dict[str, Any]:
             for p in running
             if a.roles.is_offline(p) and p.key not in in_gang and p.node_name in wanted
         ),
-        key=lambda p: (p.priority, -(_pod_start(p) or 0), p.key),
+        key=lambda p: (p.priority, -(time_or_none(p.start_time) or 0), p.key),
     )
     steps = [
         {

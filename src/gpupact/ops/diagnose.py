@@ -44,7 +44,7 @@ from gpupact.ops.findings import (
     format_duration,
 )
 from gpupact.ops.memory import memory_profile, oom_history, service_of, waiting_reason
-from gpupact.ops.model import GangObject, KueueObject, condition
+from gpupact.ops.model import GangObject, KueueObject, condition, time_or_none
 
 STARTING_TROUBLE = frozenset(
     {"ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError", "CreateContainerError"}
@@ -254,7 +254,7 @@ def _device_plugin_pods(a: Analysis, node: str) -> list[str]:
 def _starting(a: Analysis, case: Case, pods: list[Pod]) -> Finding:
     pod = pods[0]
     reason = waiting_reason(pod) or "ContainerCreating"
-    age = a.age(_pod_created(pod))
+    age = a.age(time_or_none(pod.creation_timestamp))
     slow = age is not None and age > SLOW_START_SECONDS
     severity = Severity.warning if reason in STARTING_TROUBLE or slow else Severity.info
     evidence = [
@@ -278,15 +278,6 @@ def _starting(a: Analysis, case: Case, pods: list[Pod]) -> Finding:
         "pool's nodes; for ImagePullBackOff fix the image name or pull secret",
         {"node": pod.node_name, "reason": reason},
     )
-
-
-def _pod_created(pod: Pod) -> int | None:
-    from gpupact.ops.model import parse_time
-
-    try:
-        return parse_time(pod.creation_timestamp)
-    except ValueError:
-        return None
 
 
 # --- step 2: placement --------------------------------------------------------------------------
@@ -1322,7 +1313,7 @@ def _pod_case(a: Analysis, pod: Pod) -> Case:
         pod.namespace,
         pod.name,
         _pod_status(pod),
-        _pod_created(pod),
+        time_or_none(pod.creation_timestamp),
         pods=[pod] if is_waiting(pod) else [],
         members=[pod],
         group=a.podgroup_of(pod),

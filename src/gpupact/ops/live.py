@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from gpupact.errors import FieldError, InputError
 from gpupact.ops.model import ClusterSnapshot, SnapshotBuilder
 
@@ -75,14 +77,23 @@ def _client(context: str | None, kubeconfig: str | None) -> Any:
         raise InputError(
             "reading a live cluster needs the `kubernetes` package: pip install kubernetes"
         ) from None
+    if kubeconfig is not None and Path(kubeconfig).is_dir():
+        raise InputError("is a directory, expected a kubeconfig file", file=kubeconfig)
     if kubeconfig is not None and not Path(kubeconfig).is_file():
         raise InputError("no such file", file=kubeconfig)
     try:
         return config.new_client_from_config(config_file=kubeconfig, context=context)
     except ConfigException as err:
         raise InputError(f"kubeconfig: {err}") from None
-    except FileNotFoundError:
-        raise InputError("no such file", file=kubeconfig or "~/.kube/config") from None
+    except FileNotFoundError as err:  # the kubeconfig, or a certificate file it names
+        raise InputError(
+            "no such file", file=err.filename or kubeconfig or "~/.kube/config"
+        ) from None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, yaml.YAMLError) as err:
+        # the client reads the file with no checks of its own: not UTF-8, not YAML, a list
+        # where a mapping belongs all surface as Python errors
+        detail = " ".join(str(err).split()) or type(err).__name__
+        raise InputError(f"not a valid kubeconfig: {detail}", file=kubeconfig) from None
 
 
 _CORE_LISTS = {

@@ -17,13 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gpupact.contract.keys import LABEL_APP
 from gpupact.contract.schema import Contract, Service
 from gpupact.kube.objects import Pod
 from gpupact.ops.findings import format_duration
-from gpupact.ops.model import parse_time
+from gpupact.ops.model import time_or_none
 
 KV_BYTES_ANNOTATION = "gpupact.io/kv-bytes-per-token"
-LABEL_APP = "app.kubernetes.io/name"
 OOM_KILLED = "OOMKilled"
 CUDA_OOM_MARKERS = (
     "CUDA out of memory",
@@ -85,11 +85,7 @@ def oom_history(pod: Pod) -> list[OomRecord]:
             marker = next((m for m in CUDA_OOM_MARKERS if m in message), None)
             if reason != OOM_KILLED and marker is None:
                 continue
-            finished = term.get("finishedAt")
-            try:
-                at = parse_time(finished) if isinstance(finished, str) else None
-            except ValueError:
-                at = None
+            at = time_or_none(term.get("finishedAt"))
             restarts = cs.get("restartCount")
             out.append(
                 OomRecord(

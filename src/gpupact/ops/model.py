@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from gpupact.cluster.devices import node_gpu_spec
 from gpupact.cluster.state import pod_usage
 from gpupact.engine.admission import k8s as kueue
 from gpupact.engine.gang import PodGroup, parse_podgroup
+from gpupact.engine.preemption.importance import NANOS_PER_SECOND, parse_time_nanos
 from gpupact.engine.volcano.model import Queue, parse_queue
 from gpupact.errors import FieldError, PathPart
 from gpupact.kube.fields import (
@@ -55,13 +55,17 @@ def parse_time(text: str, path: tuple[PathPart, ...] = ()) -> int | None:
     """RFC 3339 (as the API server writes it) -> Unix seconds; "" -> None."""
     if not text:
         return None
+    return parse_time_nanos(text, path) // NANOS_PER_SECOND
+
+
+def time_or_none(text: object) -> int | None:
+    """`parse_time` for evidence: a missing or unreadable time is None, never an error."""
+    if not isinstance(text, str):
+        return None
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return parse_time(text)
     except ValueError:
-        raise FieldError(path, f"invalid RFC 3339 time {text!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp())
+        return None
 
 
 def _time(obj: object, path: tuple[PathPart, ...]) -> int | None:

@@ -18,14 +18,10 @@ from gpupact.cluster.devices import (
     LABEL_GPU_PRODUCT,
     MIG_RESOURCE_PREFIX,
 )
+from gpupact.contract.keys import LABEL_CLASS, LABEL_COST_CENTRE, LABEL_OWNER
 from gpupact.contract.schema import KNOWN_CLASSES, Contract
 from gpupact.kube.objects import Node, Pod
 
-LABEL_CLASS = "gpupact.io/class"
-LABEL_POOL = "gpupact.io/pool"
-LABEL_OWNER = "gpupact.io/owner"
-LABEL_COST_CENTRE = "gpupact.io/cost-centre"
-LABEL_APP = "app.kubernetes.io/name"
 # where a node names its pool: the chapter's label first, then the common provisioners'
 POOL_LABELS = (
     "nodepool",

@@ -291,3 +291,27 @@ def test_nothing_is_applied_when_one_object_is_bad() -> None:
         load_state(objects)
     assert err.value.path == ("spec", "queueName")
     assert objects == snapshot  # input untouched, and no state was returned
+
+
+@pytest.mark.parametrize(
+    ("stamp", "millis"),
+    [
+        ("2026-01-01T00:00:00Z", 1_767_225_600_000),
+        ("2026-01-01T09:00:00.001+09:00", 1_767_225_600_001),
+        ("2023-11-14T22:13:20.123456789Z", 1_700_000_000_123),
+    ],
+)
+def test_creation_time_is_exact_milliseconds(stamp: str, millis: int) -> None:
+    obj = workload("w", "lq")
+    obj["metadata"]["creationTimestamp"] = stamp
+    assert parse_workload(obj).workload.creation_time == millis
+
+
+def test_a_creation_time_without_zone_is_refused_not_read_as_local_time() -> None:
+    # a zone-less time used to be read in the machine's local zone: orders differed by TZ
+    obj = workload("w", "lq")
+    obj["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00"
+    with pytest.raises(FieldError) as err:
+        parse_workload(obj)
+    assert err.value.path == ("metadata", "creationTimestamp")
+    assert "RFC 3339" in str(err.value)

@@ -15,9 +15,12 @@ from gpupact.engine.gang import (
     Statement,
     TaskStatus,
     gang_is_stale,
+    parse_go_bool,
     parse_podgroup,
 )
+from gpupact.engine.volcano.model import pod_preemptable
 from gpupact.errors import FieldError
+from gpupact.kube.objects import parse_pod
 
 
 def pg(**spec) -> dict:
@@ -230,3 +233,38 @@ def test_staleness_tracker_negative_grace_never_releases() -> None:
     tracker = StalenessTracker(grace_period=-1)
     tracker.since["g"] = 0
     assert not tracker.observe("g", True, now=10**9)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1", True),
+        ("t", True),
+        ("TRUE", True),
+        ("True", True),
+        ("0", False),
+        ("F", False),
+        ("false", False),
+        ("yes", None),
+        ("tRUE", None),
+        ("", None),
+    ],
+)
+def test_go_parse_bool(text: str, value: bool | None) -> None:
+    assert parse_go_bool(text) is value
+
+
+@pytest.mark.parametrize(
+    ("annotations", "labels", "preemptable"),
+    [
+        ({}, {}, True),  # default
+        ({"volcano.sh/preemptable": "false"}, {"volcano.sh/preemptable": "true"}, False),
+        ({}, {"volcano.sh/preemptable": "F"}, False),
+        ({"volcano.sh/preemptable": "maybe"}, {}, False),  # a pod's unparsable value: false
+    ],
+)
+def test_pod_preemptable_reads_the_same_booleans(annotations, labels, preemptable) -> None:
+    pod = parse_pod(
+        {"kind": "Pod", "metadata": {"name": "p", "annotations": annotations, "labels": labels}}
+    )
+    assert pod_preemptable(pod) is preemptable

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from fractions import Fraction
 from typing import Any, TypeVar
 
@@ -46,6 +45,7 @@ from gpupact.engine.admission.model import (
     WorkloadPriorityClass,
 )
 from gpupact.engine.admission.state import AdmissionState
+from gpupact.engine.preemption.importance import NANOS_PER_SECOND, parse_time_nanos
 from gpupact.errors import FieldError, PathPart
 from gpupact.kube.fields import (
     integer,
@@ -120,11 +120,7 @@ def _timestamp(obj: object, path: Sequence[PathPart]) -> int | None:
     text = string(obj, path)
     if not text:
         return None
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise FieldError(path, f"invalid RFC 3339 time {text!r}") from None
-    return int(moment.timestamp() * 1000)
+    return parse_time_nanos(text, tuple(path)) // (NANOS_PER_SECOND // 1000)
 
 
 def _header(obj: object, kind: str) -> tuple[Mapping[str, Any], str, str]:

@@ -16,7 +16,7 @@ Where an unadmitted head goes back (RequeueIfNotPresent):
 from __future__ import annotations
 
 import heapq
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Hashable, Mapping
 
 from gpupact.engine.admission.model import BEST_EFFORT_FIFO, STRICT_FIFO
 from gpupact.engine.admission.workload_info import WorkloadInfo
@@ -141,9 +141,6 @@ class ClusterQueueQueue:
 
     def active_in_order(self) -> list[WorkloadInfo]:
         return sorted(self._infos.values(), key=self._order)
-
-    def iter_active(self) -> Iterator[WorkloadInfo]:
-        return iter(list(self._infos.values()))
 
     # --- membership -------------------------------------------------------------------------
 

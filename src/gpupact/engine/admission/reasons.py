@@ -9,10 +9,6 @@ not fit blocks everything behind it) and NotYetAttempted (waiting for its turn a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from gpupact.engine.admission.state import AdmissionState
 
 NO_MATCHING_FLAVOR = "NoMatchingFlavor"
 EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
@@ -88,9 +84,3 @@ class PendingReason:
     position_in_local_queue: int | None = None
     blocked_by: str | None = None
     quota: tuple[QuotaDetail, ...] = field(default=())
-
-
-def explain_pending(state: AdmissionState, key: str) -> PendingReason:
-    """The reason a pending workload is not admitted, with its queue positions and, for quota
-    reasons, usage vs nominal and what could still be borrowed."""
-    return state.explain(key)

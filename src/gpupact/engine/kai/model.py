@@ -8,7 +8,7 @@ uses float64). A queue's `-1` means unlimited, as upstream.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from types import MappingProxyType
@@ -291,10 +291,6 @@ class KaiJob:
     @property
     def min_available(self) -> int:
         return max(self.podgroup.min_member, 1)
-
-    def in_status(self, statuses: Iterable[TaskStatus]) -> list[KaiTask]:
-        wanted = set(statuses)
-        return [t for t in self.tasks.values() if t.status in wanted]
 
     def count(self, statuses: frozenset[TaskStatus]) -> int:
         return sum(1 for t in self.tasks.values() if t.status in statuses)

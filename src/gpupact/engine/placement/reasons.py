@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpupact.kube.status import Status
@@ -22,14 +22,6 @@ class Reason:
     subject: str
     plugin: str = ""
     detail: str = ""
-
-
-def reasons_of(subject: str, status: Status, details: Iterable[str] = ()) -> list[Reason]:
-    extra = list(details)
-    return [
-        Reason(status.code.value, msg, subject, status.plugin, extra[i] if i < len(extra) else "")
-        for i, msg in enumerate(status.reasons)
-    ]
 
 
 def fit_error_message(

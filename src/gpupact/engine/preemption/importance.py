@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from functools import lru_cache
 
-from gpupact.errors import FieldError
+from gpupact.errors import FieldError, PathPart
 from gpupact.kube.objects import Pod
 
 NANOS_PER_SECOND = 1_000_000_000
@@ -29,18 +29,19 @@ _RFC3339 = re.compile(
 
 
 @lru_cache(maxsize=65536)
-def parse_time_nanos(text: str) -> int:
+def parse_time_nanos(text: str, path: tuple[PathPart, ...] = ("status", "startTime")) -> int:
     """RFC 3339 timestamp (as `metav1.Time` prints it, fractions up to nanoseconds) ->
-    unix nanoseconds, exactly. Digits past the ninth fractional one are dropped."""
+    unix nanoseconds, exactly. Digits past the ninth fractional one are dropped. The one
+    reader of API-server times: a time without a zone is refused, as the API server does."""
     match = _RFC3339.fullmatch(text)
     if match is None:
-        raise FieldError(("status", "startTime"), f"not an RFC 3339 timestamp: {text!r}")
+        raise FieldError(path, f"not an RFC 3339 timestamp: {text!r}")
     date, clock, fraction, zone = match.groups()
     offset = "+00:00" if zone in ("Z", "z") else zone
     try:
         moment = datetime.fromisoformat(f"{date}T{clock}{offset}")
     except ValueError as exc:
-        raise FieldError(("status", "startTime"), f"invalid timestamp {text!r}: {exc}") from None
+        raise FieldError(path, f"invalid timestamp {text!r}: {exc}") from None
     seconds = calendar.timegm(moment.utctimetuple())
     nanos = int((fraction or "0")[:9].ljust(9, "0"))
     return seconds * NANOS_PER_SECOND + nanos

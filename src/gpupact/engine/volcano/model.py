@@ -23,6 +23,7 @@ from gpupact.engine.gang import (
     PodGroup,
     PodGroupPhase,
     TaskStatus,
+    parse_go_bool,
 )
 from gpupact.engine.volcano.resource import Resource
 from gpupact.errors import FieldError
@@ -92,14 +93,6 @@ def parse_queue(obj: Any) -> Queue:
 # --- tasks -----------------------------------------------------------------------------------
 
 
-def _parse_bool(text: str) -> bool | None:
-    if text in ("1", "t", "T", "true", "TRUE", "True"):
-        return True
-    if text in ("0", "f", "F", "false", "FALSE", "False"):
-        return False
-    return None
-
-
 def pod_task_status(pod: Pod) -> TaskStatus:
     """Upstream getTaskStatus: a pod being deleted is Releasing; a pending pod with a node
     is Bound."""
@@ -121,8 +114,7 @@ def pod_preemptable(pod: Pod) -> bool:
     false."""
     for source in (pod.annotations, pod.labels):
         if PREEMPTABLE_KEY in source:
-            value = _parse_bool(source[PREEMPTABLE_KEY])
-            return bool(value)
+            return bool(parse_go_bool(source[PREEMPTABLE_KEY]))
     return True
 
 

@@ -298,24 +298,6 @@ class Resource:
                 filtered.set_scalar(name, amount)
         return self.greater_partly_with_dimension(other, filtered)
 
-    def less_partly(self, other: Resource, default: str = ZERO) -> bool:
-        if self.cpu < other.cpu or self.memory < other.memory:
-            return True
-        if default == ZERO:
-            for name in other.scalars or {}:
-                if self.scalars is None or name not in self.scalars:
-                    return True
-        for name, amount in (self.scalars or {}).items():
-            if other.scalars is None or name not in other.scalars:
-                if default == INFINITY:
-                    return True
-                right: Amount = 0
-            else:
-                right = other.scalars[name]
-            if amount < right:
-                return True
-        return False
-
 
 def exceeded_part(left: Resource | None, right: Resource | None) -> Resource:
     """What `left` has beyond `right`, per dimension (never negative)."""

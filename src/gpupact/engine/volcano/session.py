@@ -18,7 +18,7 @@ by key and nodes by input order; ties upstream breaks at random go to the first 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -290,11 +290,19 @@ class Session:
         return found_in is not None
 
     def job_valid(self, job: JobInfo) -> ValidateResult | None:
+        """The first failing JobValid verdict; None when every plugin passes the job."""
         for fn in self._registered("jobValid"):
             result = fn(job)
             if result is not None and not result.passed:
                 return result
         return None
+
+    def valid_jobs_past_enqueue(self) -> Iterator[JobInfo]:
+        """Jobs no longer Pending whose gang passes JobValid: where backfill, preempt and
+        reclaim start (allocate admits Pending jobs itself when there is no enqueue)."""
+        for job in self.jobs.values():
+            if not job.is_pending() and self.job_valid(job) is None:
+                yield job
 
     # --- ordering ------------------------------------------------------------------------------
 

@@ -89,7 +89,6 @@ def pod_affinity_info(pod: Pod) -> PodAffinityInfo:
     )
 
 
-
 # --- Filter: PreFilter state and the per-node check (scalar reference) ------------------------
 
 Pair = tuple[str, str]

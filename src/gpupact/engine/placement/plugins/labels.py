@@ -8,8 +8,6 @@ unknown one) asks the scalar rule once per distinct value, so the two paths cann
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 
 from gpupact.cluster.state import ClusterState, LabelIndex
@@ -110,12 +108,4 @@ def required_affinity_mask(state: ClusterState, affinity: RequiredNodeAffinity) 
         mask &= label_equals_mask(state.labels, key, value)
     if affinity.required is not None:
         mask &= node_selector_mask(state, affinity.required)
-    return mask
-
-
-def selector_labels_mask(index: LabelIndex, labels: Mapping[str, str]) -> np.ndarray:
-    """Nodes carrying every (key, value) pair."""
-    mask = np.ones(index.size, dtype=np.bool_)
-    for key, value in labels.items():
-        mask &= label_equals_mask(index, key, value)
     return mask

@@ -25,8 +25,7 @@ def allocate(ssn: Session) -> None:
             if "enqueue" in ssn.enabled_actions:
                 continue
             job.podgroup.phase = PodGroupPhase.INQUEUE  # no enqueue action: admit as is
-        result = ssn.job_valid(job)
-        if result is not None and not result.passed:
+        if ssn.job_valid(job) is not None:
             continue
         if job.queue not in ssn.queues:
             continue

@@ -40,12 +40,7 @@ def _pending_best_effort(ssn: Session) -> list[TaskInfo]:
     queues: PriorityQueue[Queue] = PriorityQueue(ssn.queue_order_fn)
     jobs: dict[str, PriorityQueue[JobInfo]] = {}
     tasks: dict[str, PriorityQueue[TaskInfo]] = {}
-    for job in ssn.jobs.values():
-        if job.is_pending():
-            continue
-        result = ssn.job_valid(job)
-        if result is not None and not result.passed:
-            continue
+    for job in ssn.valid_jobs_past_enqueue():
         queue = ssn.queues.get(job.queue)
         if queue is None:
             continue

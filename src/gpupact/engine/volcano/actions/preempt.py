@@ -29,12 +29,7 @@ def preempt(ssn: Session) -> None:
     preemptors: dict[str, PriorityQueue[JobInfo]] = {}
     preemptor_tasks: dict[str, PriorityQueue[TaskInfo]] = {}
     under_request: dict[str, list[JobInfo]] = {}
-    for job in ssn.jobs.values():
-        if job.is_pending():
-            continue
-        result = ssn.job_valid(job)
-        if result is not None and not result.passed:
-            continue
+    for job in ssn.valid_jobs_past_enqueue():
         if job.queue not in ssn.queues or not ssn.job_starving(job):
             continue
         preemptors.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)

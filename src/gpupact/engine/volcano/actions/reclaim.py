@@ -22,12 +22,7 @@ def reclaim(ssn: Session) -> None:
     seen: set[str] = set()
     preemptors: dict[str, PriorityQueue[JobInfo]] = {}
     preemptor_tasks: dict[str, PriorityQueue[TaskInfo]] = {}
-    for job in ssn.jobs.values():
-        if job.is_pending():
-            continue
-        result = ssn.job_valid(job)
-        if result is not None and not result.passed:
-            continue
+    for job in ssn.valid_jobs_past_enqueue():
         queue = ssn.queues.get(job.queue)
         if queue is None:
             continue
