@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from gpupact.cli.main import Output, _register, app
@@ -112,12 +113,13 @@ COMMANDS = {
 BAD = ["missing", "directory", "empty", "binary", "nul", "truncated", "scalar"]
 
 
-@pytest.mark.parametrize("bad", BAD)
-@pytest.mark.parametrize("command", list(COMMANDS))
+# an empty --pods file is no pods at all (a cluster may have none), not bad input
+CASES = [(c, b) for c in COMMANDS for b in BAD if (c, b) != ("fit --pods", "empty")]
+
+
+@pytest.mark.parametrize(("command", "bad"), CASES)
 def test_a_bad_file_is_one_line_exit_2(tmp_path: Path, command: str, bad: str) -> None:
     path, fragment = _bad_files(tmp_path)[bad]
-    if command == "fit --pods" and bad in ("empty", "scalar"):
-        pytest.skip("an empty pods file adds no pods; a scalar is covered by fit --nodes")
     assert_one_error(*run(*COMMANDS[command](path, tmp_path)), fragment)
 
 
@@ -188,3 +190,44 @@ def test_emoji_codes_in_data_stay_text(capsys: pytest.CaptureFixture[str], outpu
         assert json.loads(printed) == data
     else:
         assert "ratio 1:100:2 :smile: [bold]x[/]" in printed
+
+
+def test_a_node_label_read_after_loading_is_still_one_line_exit_2(tmp_path: Path) -> None:
+    cluster = json.loads(NODES.read_text())
+    cluster["items"][0]["metadata"]["labels"]["nvidia.com/gpu.count"] = "lots"
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(json.dumps(cluster))
+    assert_one_error(
+        *run("fit", "-f", POD, "--nodes", nodes),
+        "metadata.labels.nvidia.com/gpu.count: expected an integer, got 'lots'",
+    )
+
+
+# --- contracts that used to crash the loader or the compiler -------------------------------------
+
+
+def _acme_with(tmp: Path, change) -> Path:
+    contract = yaml.safe_load(CONTRACT.read_text())
+    change(contract)
+    path = tmp / "contract.yaml"
+    path.write_text(yaml.safe_dump(contract, sort_keys=False))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("command", "change", "fragment"),
+    [
+        ("check", lambda c: c["classes"][0].update(name={"a": 1}), "classes[0].name: must be"),
+        ("check", lambda c: c.update(pools=[]), "unknown pool 'gpu-inference' (known: none)"),
+        ("check", lambda c: c["pools"][0]["node"].update(cpu=3 * 10**33), "is too large"),
+        ("compile", lambda c: c["pools"][0]["nodes"].update(max=10**30), "pools[0].nodes.max"),
+    ],
+)
+def test_broken_contract_is_bad_input_not_a_crash(tmp_path: Path, command, change, fragment):
+    path = _acme_with(tmp_path, change)
+    extra = ["-o", tmp_path / "out"] if command == "compile" else []
+    code, out, err = run(command, path, *extra)
+    lines = err.strip().splitlines()
+    assert code == 2 and "Traceback" not in out + err, err
+    assert lines and all(line.startswith(f"error: {path}:") for line in lines), err
+    assert any(fragment in line for line in lines), err

@@ -32,7 +32,7 @@ def check_command(
 ) -> None:
     """Check a contract: schema, references, then the chapter's rules as findings."""
     path = contract_file(file, file_option, "gpupact check CONTRACT.yaml")
-    moment = parse_now(now) if now is not None else datetime.now(UTC)  # the one clock read
+    moment = parse_now(now)
     loaded = load_contract(path)
     findings = check(loaded.contract, moment)
     report = check_report(loaded, findings, moment)
@@ -44,7 +44,11 @@ def check_command(
     raise typer.Exit(EXIT_FINDINGS if failing else EXIT_OK)
 
 
-def parse_now(text: str) -> datetime:
+def parse_now(text: str | None) -> datetime:
+    """`--now`, or the wall clock when it is not given: the one place gpupact reads the clock
+    (everything below the CLI takes the time as a parameter)."""
+    if text is None:
+        return datetime.now(UTC)
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:

@@ -7,7 +7,6 @@ a raise without expiry), a bad option, or an output directory gpupact did not wr
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
@@ -53,7 +52,7 @@ def compile_command(
 ) -> None:
     """Compile a contract into Kubernetes, Kueue, Volcano and Karpenter objects."""
     path = contract_file(file, file_option, "gpupact compile CONTRACT.yaml -o OUT/")
-    moment = parse_now(now) if now is not None else datetime.now(UTC)  # the one clock read
+    moment = parse_now(now)
     try:
         node_ref = NodeClassRef.parse(node_class)
     except ValueError as err:

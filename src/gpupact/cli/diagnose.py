@@ -9,7 +9,6 @@ Exit 0 when nothing is pending (or the named pod is fine), 1 with findings, 2 on
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
@@ -43,8 +42,7 @@ def cluster_source(
 
 def moment(now: str | None) -> int:
     """`--now` as Unix seconds; the wall clock only when it is not given."""
-    when = parse_now(now) if now is not None else datetime.now(UTC)
-    return int(when.timestamp())
+    return int(parse_now(now).timestamp())
 
 
 def optional_contract(path: Path | None) -> Contract | None:

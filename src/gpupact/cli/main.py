@@ -16,7 +16,7 @@ from rich.console import Console
 from typer.core import TyperGroup
 
 from gpupact import __version__
-from gpupact.errors import InputError
+from gpupact.errors import FieldError, InputError
 
 # emoji=False: text from the cluster or a contract (":100:") is printed as it is, never as 💯
 stdout = Console(soft_wrap=True, emoji=False)
@@ -34,8 +34,8 @@ def print_errors(lines: Iterable[str]) -> None:
 # Typer raises the exceptions of the click it runs on (newer releases vendor their own copy):
 # take them from a public class instead of importing click.
 _CLICK_ERRORS = {c.__name__: c for c in typer.BadParameter.__mro__}
-ClickException: type[Exception] = _CLICK_ERRORS["ClickException"]
-UsageError: type[Exception] = _CLICK_ERRORS["UsageError"]
+_ClickException: type[Exception] = _CLICK_ERRORS["ClickException"]
+_UsageError: type[Exception] = _CLICK_ERRORS["UsageError"]
 
 
 class _Commands(TyperGroup):
@@ -47,13 +47,13 @@ class _Commands(TyperGroup):
             return super().main(*args, standalone_mode=False, **kwargs)
         try:
             code = super().main(*args, standalone_mode=False, **kwargs)
-        except UsageError as err:
+        except _UsageError as err:
             if type(err).__name__ != "NoArgsIsHelpError":  # that one has shown the help
                 ctx = getattr(err, "ctx", None)
                 hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
                 print_errors([err.format_message() + hint])  # type: ignore[attr-defined]
             sys.exit(err.exit_code)  # type: ignore[attr-defined]
-        except ClickException as err:
+        except _ClickException as err:
             print_errors(err.format_message().splitlines())  # type: ignore[attr-defined]
             sys.exit(err.exit_code)  # type: ignore[attr-defined]
         except typer.Abort:
@@ -87,7 +87,9 @@ def user_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except InputError as err:  # several located errors (ContractInvalid) print a line each
+        except (InputError, FieldError) as err:
+            # several located errors (ContractInvalid) print a line each; a FieldError that
+            # reaches the edge unlocated is still bad input, with its field path
             print_errors(str(err).splitlines())
             raise typer.Exit(EXIT_BAD_INPUT) from None
 
@@ -120,7 +122,3 @@ def main() -> None:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
-
-
-if __name__ == "__main__":
-    main()

@@ -24,7 +24,8 @@ from gpupact.compile.core import taint_of
 from gpupact.compile.model import NodeClassRef, Obj
 from gpupact.compile.names import ZONE_KEY, common_labels, go_duration, gpu_family
 from gpupact.contract.schema import Contract, Pool
-from gpupact.kube.quantity import format_resource_amount
+from gpupact.errors import FieldError
+from gpupact.kube.quantity import QuantityError, format_resource_amount
 
 KARPENTER_API = "karpenter.sh/v1"
 AWS_GPU = "karpenter.k8s.aws/instance-gpu-"
@@ -102,5 +103,12 @@ def _limits(pool: Pool, elastic: int) -> Obj:
 
 
 def compile_karpenter(contract: Contract, node_class: NodeClassRef) -> list[Obj]:
-    pools = (node_pool(contract, p, node_class) for p in contract.pools)
-    return [p for p in pools if p is not None]
+    out = []
+    for i, pool in enumerate(contract.pools):
+        try:
+            obj = node_pool(contract, pool, node_class)
+        except QuantityError as err:  # node size x elastic nodes beyond an int64
+            raise FieldError(("pools", i, "nodes", "max"), f"the pool's limits: {err}") from None
+        if obj is not None:
+            out.append(obj)
+    return out

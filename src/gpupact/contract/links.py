@@ -128,7 +128,9 @@ def _link_service(
     if service.pool is not None:
         _pool_of_class(base, service.pool, klass, pools, errors)
     elif klass.pools:
-        update["pool"] = _preferred_pool(service, [pools[n] for n in klass.pools if n in pools])
+        known = [pools[n] for n in klass.pools if n in pools]
+        if known:  # a class naming only unknown pools is reported with the class
+            update["pool"] = _preferred_pool(service, known)
     else:
         errors.append(FieldError((*base, "class"), f"class {klass.name} may use no pool"))
     return service.model_copy(update=update)

@@ -350,7 +350,8 @@ class WorkloadClass(Model):
     @model_validator(mode="before")
     @classmethod
     def _known_defaults(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("name") in KNOWN_CLASSES:
+        name = data.get("name") if isinstance(data, dict) else None
+        if isinstance(name, str) and name in KNOWN_CLASSES:
             return {**KNOWN_CLASSES[data["name"]], **data}
         return data
 

@@ -88,12 +88,22 @@ def parse_quantity_text(value: Any) -> str:
 
 def parse_bytes(value: Any) -> int:
     """A memory size in bytes (rounded up, as Quantity.Value() does)."""
-    return parse_quantity(parse_quantity_text(value)).value
+    text = parse_quantity_text(value)
+    return _int64(parse_quantity(text).value, text)
 
 
 def parse_millicpu(value: Any) -> int:
     """A CPU amount in millicores (rounded up, as Quantity.MilliValue() does)."""
-    return parse_quantity(parse_quantity_text(value)).milli_value
+    text = parse_quantity_text(value)
+    return _int64(parse_quantity(text).milli_value, text)
+
+
+def _int64(amount: int, text: str) -> int:
+    """Kubernetes holds amounts in base units as int64; a larger one is refused here, where
+    the contract can say where it is, not later when the quantity is written out."""
+    if amount > 2**63 - 1:
+        raise ValueError(f"quantity {text!r} is too large: more than 2^63-1 base units")
+    return amount
 
 
 def format_millicpu(millis: int) -> str:

@@ -1,0 +1,5 @@
+"""`python -m gpupact`: the same command line as the `gpupact` script."""
+
+from gpupact.cli.main import main
+
+main()
