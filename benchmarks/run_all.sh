@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Run every benchmark and rewrite its section of docs/benchmarks.md (about 10 minutes on
+# 2 cores). The openb replay needs ../shared/data/openb (or $GPUPACT_OPENB_DIR).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python benchmarks/throughput.py --write
+python benchmarks/admission.py --update-doc docs/benchmarks.md
+python benchmarks/diagnose.py --write
+python benchmarks/openb_replay.py --policy all --seeds 42-51 \
+    --extra-traces cpu250,gpushare100,multigpu50,gpuspec33 --write
