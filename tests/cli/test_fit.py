@@ -87,3 +87,76 @@ def test_missing_nodes_file_is_exit_2(tmp_path: Path) -> None:
     result = runner.invoke(app, ["fit", "-f", str(POD), "--nodes", str(tmp_path / "x.json")])
     assert result.exit_code == 2
     assert "no such file" in result.output
+
+
+_NODE = (
+    "kind: Node\nmetadata:\n  name: n1\n  labels: {{{labels}}}\n"
+    "status:\n  allocatable: {{{alloc}}}\n"
+)
+_GPU_POD = (
+    "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n"
+    "    resources: {requests: {cpu: '1', nvidia.com/gpu: '1'}}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("labels", "alloc", "expected"),
+    [
+        # decimal quantities are not capped by the API server; over int64 is refused at load
+        ("", "cpu: '8', memory: 100E", "nodes.yaml:6:35: status.allocatable.memory: "),
+        ("", "cpu: 10E, memory: 1Gi", "nodes.yaml:6:22: status.allocatable.cpu: "),
+        (
+            "",
+            "cpu: '8', nvidia.com/gpu: '100000000'",
+            "nodes.yaml:6:43: status.allocatable.nvidia.com/gpu: 100000000 GPUs",
+        ),
+        (
+            "nvidia.com/gpu.count: 'x'",
+            "nvidia.com/gpu: '1'",
+            "nodes.yaml:4:34: metadata.labels.nvidia.com/gpu.count: expected an integer",
+        ),
+        (
+            "nvidia.com/gpu.count: '4', nvidia.com/gpu.replicas: '100000000'",
+            "nvidia.com/gpu: '4'",
+            "nodes.yaml:4:64: metadata.labels.nvidia.com/gpu.replicas: 100000000 time-slicing",
+        ),
+    ],
+)
+def test_bad_node_is_one_located_line_exit_2(
+    tmp_path: Path, labels: str, alloc: str, expected: str
+) -> None:
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(_NODE.format(labels=labels, alloc=alloc))
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(_GPU_POD)
+    result = runner.invoke(app, ["fit", "-f", str(pod), "--nodes", str(nodes)])
+    line = result.output.strip()
+    assert result.exit_code == 2, result.output
+    assert "\n" not in line and line.startswith("error: "), line
+    assert line.split(str(tmp_path) + "/", 1)[1].startswith(expected), line
+
+
+@pytest.mark.parametrize(
+    ("requests", "expected"),
+    [
+        ("{cpu: 10E}", "pod.yaml:7:23: spec.containers[0].resources.requests.cpu: '10E' is too"),
+        # each amount fits in an int64, their sum does not
+        (
+            "{memory: 5E}\n  - name: d\n    resources:\n      requests: {memory: 5E}",
+            "pod.yaml:4:3: spec: the pod's total memory request",
+        ),
+    ],
+)
+def test_pod_over_int64_is_one_located_line_exit_2(
+    tmp_path: Path, requests: str, expected: str
+) -> None:
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(
+        "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n"
+        f"    resources:\n      requests: {requests}\n"
+    )
+    result = runner.invoke(app, ["fit", "-f", str(pod), "--nodes", str(CLUSTER)])
+    line = result.output.strip()
+    assert result.exit_code == 2, result.output
+    assert "\n" not in line and line.startswith("error: "), line
+    assert line.split(str(tmp_path) + "/", 1)[1].startswith(expected), line

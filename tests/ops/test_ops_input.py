@@ -90,6 +90,25 @@ def test_bad_node_field_is_located(tmp_path: Path) -> None:
     assert "Node inf-a100-1" in text
 
 
+@pytest.mark.parametrize(
+    ("resource", "amount", "message"),
+    [
+        ("memory", "100E", "'100E' is too large: over 2^63-1 units"),
+        ("cpu", "10E", "'10E' is too large: over 2^63-1 millicores"),
+        ("nvidia.com/gpu", "100000000", "100000000 GPUs on one node is more than the 1024"),
+    ],
+)
+def test_node_amount_out_of_range_is_located(
+    tmp_path: Path, resource: str, amount: str, message: str
+) -> None:
+    def mutate(data):  # type: ignore[no-untyped-def]
+        data["items"][1]["status"]["allocatable"][resource] = amount
+
+    text = _bad(tmp_path, "nodes.json", mutate)
+    assert "nodes.json:" in text and f"status.allocatable.{resource}: Node inf-a100-1: " in text
+    assert message in text
+
+
 def test_bad_gpu_annotation_is_located(tmp_path: Path) -> None:
     def mutate(data):  # type: ignore[no-untyped-def]
         data["items"][8]["metadata"].setdefault("annotations", {})["gpupact.io/gpu-milli"] = "lots"
@@ -175,3 +194,20 @@ def test_bad_arguments(args: list[str], message: str) -> None:
 def test_empty_directory(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"no \.json, \.yaml, \.yml files"):
         open_cluster(snapshot_dir=tmp_path)
+
+
+@pytest.mark.parametrize("content", ["", '{"kind": "List", "items": []}'])
+def test_directory_without_nodes_is_bad_input(tmp_path: Path, content: str) -> None:
+    (tmp_path / "pods.json").write_text(content)
+    code, out, err = run("diagnose", "-A", "--snapshot", str(tmp_path))
+    assert code == 2, (out, err)
+    assert err.strip() == f"error: no Node objects found in {tmp_path} " + (
+        "(add `kubectl get nodes -o json` output)"
+    )
+
+
+def test_directory_with_only_pods_is_bad_input(tmp_path: Path) -> None:
+    folder = copy_fixture(tmp_path, "healthy")
+    (folder / "nodes.json").unlink()
+    with pytest.raises(InputError, match="no Node objects found in "):
+        load_snapshot_dir(folder)

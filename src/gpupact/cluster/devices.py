@@ -330,6 +330,26 @@ class NodeGpuSpec:
         return [dict(device) for device in self.mig_layout]
 
 
+# Per-node device arrays are sized by the largest node, so an absurd count (a typo such as an
+# allocatable of 100000000 GPUs) would exhaust memory; real nodes carry at most a few dozen.
+MAX_GPUS_PER_NODE = 1024
+MAX_GPU_REPLICAS = 1024  # time-slicing replicas per GPU
+
+
+def _bounded(value: int, limit: int, path: tuple[str, ...], what: str) -> int:
+    if value > limit:
+        raise FieldError(path, f"{value} {what} on one node is more than the {limit} supported")
+    return value
+
+
+def _allocatable_path(node: Any, resource: str) -> tuple[str, ...]:
+    """Where `node.allocatable[resource]` came from (capacity stands in for a missing
+    allocatable)."""
+    status = node.raw.get("status") if isinstance(node.raw, Mapping) else None
+    has_allocatable = isinstance(status, Mapping) and status.get("allocatable") is not None
+    return ("status", "allocatable" if has_allocatable else "capacity", resource)
+
+
 def _int_text(text: str, path: tuple[str, ...]) -> int:
     try:
         value = int(text)
@@ -377,8 +397,9 @@ def node_gpu_spec(node: Any) -> NodeGpuSpec:
         if name.startswith(MIG_RESOURCE_PREFIX) and amount > 0
     }
     physical = None
+    count_path = ("metadata", "labels", LABEL_GPU_COUNT)
     if LABEL_GPU_COUNT in labels:
-        physical = _int_text(labels[LABEL_GPU_COUNT], ("metadata", "labels", LABEL_GPU_COUNT))
+        physical = _int_text(labels[LABEL_GPU_COUNT], count_path)
     topology = labels.get(LABEL_GPU_TOPOLOGY)
 
     sharing_text, sharing_path = _setting(node, KEY_GPU_SHARING)
@@ -392,8 +413,16 @@ def node_gpu_spec(node: Any) -> NodeGpuSpec:
 
     layout_text, layout_path = _setting(node, KEY_MIG_LAYOUT)
     if mig_counts or layout_text is not None:
+        for name, amount in mig_counts.items():
+            path = _allocatable_path(node, MIG_RESOURCE_PREFIX + name)
+            _bounded(amount, MAX_GPUS_PER_NODE * MIG_COMPUTE_SLICES, path, "MIG devices")
+        _bounded(advertised, MAX_GPUS_PER_NODE, _allocatable_path(node, GPU_RESOURCE), "GPUs")
+        if physical is not None:
+            _bounded(physical, MAX_GPUS_PER_NODE, count_path, "GPUs")
         layout = _mig_layout(layout_text, layout_path, mig_counts, physical, advertised)
         devices = len(layout)
+        path = layout_path if layout_text is not None else _allocatable_path(node, GPU_RESOURCE)
+        _bounded(devices, MAX_GPUS_PER_NODE, path, "GPUs")
         return NodeGpuSpec(
             SharingMode.MIG,
             devices,
@@ -409,13 +438,21 @@ def node_gpu_spec(node: Any) -> NodeGpuSpec:
             mode = sharing_mode(sharing_text)
         except FieldError as err:
             raise FieldError(sharing_path, err.message) from None
+    advertised_path = _allocatable_path(node, GPU_RESOURCE)
     if mode is SharingMode.TIME_SLICED:
+        replicas_path = ("metadata", "labels", LABEL_GPU_REPLICAS)
         if replicas <= 1 and physical:
-            replicas = max(1, advertised // physical)
-        devices = physical if physical is not None else advertised // max(replicas, 1)
+            replicas, replicas_path = max(1, advertised // physical), advertised_path
+        _bounded(replicas, MAX_GPU_REPLICAS, replicas_path, "time-slicing replicas per GPU")
+        if physical is not None:
+            devices = _bounded(physical, MAX_GPUS_PER_NODE, count_path, "GPUs")
+        else:
+            devices = _bounded(
+                advertised // max(replicas, 1), MAX_GPUS_PER_NODE, advertised_path, "GPUs"
+            )
     else:
         replicas = 1
-        devices = advertised
+        devices = _bounded(advertised, MAX_GPUS_PER_NODE, advertised_path, "GPUs")
     if devices <= 0:
         return NodeGpuSpec(model=model)
     return NodeGpuSpec(mode, devices, model, replicas, nvlink_group_size(topology, devices))

@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from gpupact.cluster.devices import node_gpu_spec
+from gpupact.cluster.state import pod_usage
 from gpupact.errors import FieldError, InputError
 from gpupact.kube.objects import Node, Pod, parse_node, parse_pod
 from gpupact.source import iter_objects, load_documents
@@ -24,6 +27,21 @@ class Objects:
     ignored: dict[str, int] = field(default_factory=dict)  # kind -> count of other kinds
 
 
+def read_node(obj: dict[str, Any]) -> Node:
+    """parse_node, with the GPU labels and annotations checked too (FieldError), so a bad
+    one is reported where it is read rather than when the node is first placed on."""
+    node = parse_node(obj)
+    node_gpu_spec(node)
+    return node
+
+
+def read_pod(obj: dict[str, Any]) -> Pod:
+    """parse_pod, with the GPU annotations (gpu-milli, models, topology) checked too."""
+    pod = parse_pod(obj)
+    pod_usage(pod)
+    return pod
+
+
 def load_objects(
     paths: Iterable[str | Path], *, only: tuple[str, ...] = SUPPORTED_KINDS
 ) -> Objects:
@@ -36,9 +54,9 @@ def load_objects(
                     raise doc.error(FieldError(("kind",), "missing kind"), where)
                 try:
                     if kind == "Node" and "Node" in only:
-                        out.nodes.append(parse_node(obj))
+                        out.nodes.append(read_node(obj))
                     elif kind == "Pod" and "Pod" in only:
-                        out.pods.append(parse_pod(obj))
+                        out.pods.append(read_pod(obj))
                     else:
                         out.ignored[str(kind)] = out.ignored.get(str(kind), 0) + 1
                 except FieldError as err:

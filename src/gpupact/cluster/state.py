@@ -27,9 +27,15 @@ from typing import Any
 import numpy as np
 
 from gpupact.cluster.devices import (
+    ANN_GPU_MILLI,
+    ANN_GPU_MODELS,
+    ANN_GPU_TOPOLOGY,
+    ANN_KAI_GPU_FRACTION,
     GPU_RESOURCE,
+    KEY_GPU_SHARING,
     LABEL_GPU_MODEL,
     LABEL_GPU_PRODUCT,
+    LABEL_GPU_TOPOLOGY,
     MILLI_PER_GPU,
     GpuRequest,
     NodeGpuSpec,
@@ -84,7 +90,7 @@ def _resources_key(r: PodResources) -> tuple:
     )
 
 
-_GPU_ANNOTATIONS = ("gpupact.io/gpu-milli", "gpu-fraction", "gpupact.io/gpu-models")
+_GPU_ANNOTATIONS = (ANN_GPU_MILLI, ANN_KAI_GPU_FRACTION, ANN_GPU_MODELS)
 _GPU_SELECTOR_KEYS = (LABEL_GPU_MODEL, LABEL_GPU_PRODUCT)
 _USAGE_MEMO: dict[tuple, PodUsage] = {}
 _MEMO_LIMIT = 8192
@@ -119,7 +125,7 @@ def pod_usage_keyed(pod: Pod, rkey: tuple) -> PodUsage:
     key = (
         rkey,
         tuple(annotations.get(k) for k in _GPU_ANNOTATIONS) if annotations else None,
-        annotations.get("gpupact.io/gpu-topology") if annotations else None,
+        annotations.get(ANN_GPU_TOPOLOGY) if annotations else None,
         tuple(selector.get(k) for k in _GPU_SELECTOR_KEYS) if selector else None,
     )
     usage = _USAGE_MEMO.get(key)
@@ -452,11 +458,11 @@ class ClusterState:
             if models[i]:
                 node_labels[LABEL_GPU_MODEL] = models[i]
             if topology[i]:
-                node_labels["gpu.topology"] = topology[i]
+                node_labels[LABEL_GPU_TOPOLOGY] = topology[i]
             alloc = {CPU: int(cpu[i]), MEMORY: int(mem[i]), PODS: int(pods[i])}
             if gpus[i]:
                 alloc[GPU_RESOURCE] = int(gpus[i])
-                node_labels["gpupact.io/gpu-sharing"] = sharing[i]
+                node_labels[KEY_GPU_SHARING] = sharing[i]
             for key, values in extra.items():
                 alloc[key] = int(values[i])
             nodes.append(

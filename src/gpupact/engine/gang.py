@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from gpupact.errors import FieldError, PathPart
 from gpupact.kube.fields import (
     integer,
-    mapping,
+    object_header,
     optional_mapping,
     string,
     string_map,
@@ -119,16 +119,7 @@ def _parse_bool(text: str, path: Sequence[PathPart]) -> bool:
 
 def parse_podgroup(obj: Any) -> PodGroup:
     """A Volcano PodGroup from its JSON/YAML form (scheduling.volcano.sh/v1beta1)."""
-    body = mapping(obj, ())
-    kind = body.get("kind")
-    if kind is not None and kind != "PodGroup":
-        raise FieldError(("kind",), f"expected kind PodGroup, got {kind!r}")
-    meta = optional_mapping(body.get("metadata"), ("metadata",))
-    spec = optional_mapping(body.get("spec"), ("spec",))
-    status = optional_mapping(body.get("status"), ("status",))
-    name = string(meta.get("name"), ("metadata", "name"))
-    if not name:
-        raise FieldError(("metadata", "name"), "a PodGroup needs a name")
+    _, meta, spec, status, name = object_header(obj, "PodGroup")
     min_member = integer(spec.get("minMember"), ("spec", "minMember"), bits=32)
     if min_member < 0:
         raise FieldError(("spec", "minMember"), f"must be >= 0, got {min_member}")

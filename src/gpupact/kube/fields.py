@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import marshal
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from gpupact.errors import FieldError, PathPart
 
@@ -141,6 +141,47 @@ def integer(
     """An integer as `optional_integer`; a missing one reads as `default`."""
     value = optional_integer(obj, path, bits=bits)
     return default if value is None else value
+
+
+# --- an object's header ---------------------------------------------------------------------
+
+
+class ObjectHeader(NamedTuple):
+    """The parts every API object shares, read once by `object_header`."""
+
+    body: Mapping[str, Any]
+    meta: Mapping[str, Any]
+    spec: Mapping[str, Any]
+    status: Mapping[str, Any]
+    name: str
+
+
+_METADATA, _SPEC, _STATUS = ("metadata",), ("spec",), ("status",)
+_NAME, _GENERATE_NAME = ("metadata", "name"), ("metadata", "generateName")
+
+
+def object_header(obj: object, kind: str, *, generate_name: bool = False) -> ObjectHeader:
+    """The object as a mapping, its `kind` checked (absent or empty is accepted: a file may
+    leave it to the reader), `metadata`, `spec` and `status` as mappings (missing: empty) and
+    its required `metadata.name`. With `generate_name`, an unnamed object may take
+    `metadata.generateName` instead (a Pod created from a template)."""
+    body = mapping(obj, ())
+    found = body.get("kind")
+    if found is not None and found != "" and found != kind:
+        raise FieldError(("kind",), f"expected kind {kind}, got {found!r}")
+    meta = optional_mapping(body.get("metadata"), _METADATA)
+    name = string(meta.get("name"), _NAME)
+    if not name and generate_name:
+        name = string(meta.get("generateName"), _GENERATE_NAME)
+    if not name:
+        raise FieldError(_NAME, f"a {kind} needs a name")
+    return ObjectHeader(
+        body,
+        meta,
+        optional_mapping(body.get("spec"), _SPEC),
+        optional_mapping(body.get("status"), _STATUS),
+        name,
+    )
 
 
 # --- memoised parsing --------------------------------------------------------------------------

@@ -7,14 +7,14 @@ stay reachable through `raw` (diagnose reads events, statuses and annotations fr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpupact.errors import FieldError
 from gpupact.kube.fields import (
     ContentMemo,
     integer,
+    object_header,
     optional_list,
     optional_mapping,
     string,
@@ -145,20 +145,8 @@ _POD_ANTI_AFFINITY_PATH = ("spec", "affinity", "podAntiAffinity")
 _SPEC_PATH = ("spec",)
 
 
-def _check_kind(obj: dict[str, Any], expected: str) -> None:
-    kind = obj.get("kind")
-    if kind is not None and kind != expected:
-        raise FieldError(("kind",), f"expected kind {expected}, got {kind!r}")
-
-
 def parse_node(obj: dict[str, Any]) -> Node:
-    _check_kind(obj, "Node")
-    meta = optional_mapping(obj.get("metadata"), ("metadata",))
-    spec = optional_mapping(obj.get("spec"), ("spec",))
-    status = optional_mapping(obj.get("status"), ("status",))
-    name = string(meta.get("name"), ("metadata", "name"))
-    if not name:
-        raise FieldError(("metadata", "name"), "a Node needs a name")
+    _, meta, spec, status, name = object_header(obj, "Node")
     taints = _parse_taints(spec.get("taints"), ("spec", "taints"))
     conditions: dict[str, str] = {}
     for i, c in enumerate(optional_list(status.get("conditions"), ("status", "conditions"))):
@@ -204,16 +192,7 @@ def _pod_affinity(
 
 
 def parse_pod(obj: dict[str, Any]) -> Pod:
-    _check_kind(obj, "Pod")
-    meta = optional_mapping(obj.get("metadata"), ("metadata",))
-    spec = optional_mapping(obj.get("spec"), ("spec",))
-    status = optional_mapping(obj.get("status"), ("status",))
-    name = string(meta.get("name"), ("metadata", "name")) or string(
-        meta.get("generateName"), ("metadata", "generateName")
-    )
-    if not name:
-        raise FieldError(("metadata", "name"), "a Pod needs a name")
-
+    _, meta, spec, status, name = object_header(obj, "Pod", generate_name=True)
     affinity = optional_mapping(spec.get("affinity"), ("spec", "affinity"))
     priority = integer(spec.get("priority"), ("spec", "priority"))
     namespace = string(meta.get("namespace"), ("metadata", "namespace"), "default") or "default"
@@ -257,11 +236,3 @@ def parse_pod(obj: dict[str, Any]) -> Pod:
         start_time=string(status.get("startTime"), ("status", "startTime")),
         raw=obj,
     )
-
-
-def split_objects(objs: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Group raw objects by kind (a `kubectl get nodes,pods -o json` List mixes kinds)."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for obj in objs:
-        groups.setdefault(str(obj.get("kind", "")), []).append(obj)
-    return groups

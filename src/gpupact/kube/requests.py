@@ -26,7 +26,13 @@ from functools import lru_cache
 from typing import Any
 
 from gpupact.errors import FieldError, PathPart
-from gpupact.kube.fields import optional_list, optional_mapping, optional_string, string
+from gpupact.kube.fields import (
+    INT64_MAX,
+    optional_list,
+    optional_mapping,
+    optional_string,
+    string,
+)
 from gpupact.kube.quantity import resource_amount
 from gpupact.kube.validation import is_qualified_name
 
@@ -54,11 +60,6 @@ NON_ZERO_DEFAULTS: Mapping[str, int] = {
 
 def is_hugepages_resource_name(name: str) -> bool:
     return name.startswith(HUGEPAGES_PREFIX)
-
-
-def is_prefixed_native_resource(name: str) -> bool:
-    """In a *kubernetes.io/ namespace (substring match, as upstream)."""
-    return DEFAULT_NAMESPACE_PREFIX in name
 
 
 def is_native_resource(name: str) -> bool:
@@ -224,11 +225,6 @@ def pod_requests(
     return total
 
 
-def pod_limits_aggregate(pod: PodResources) -> dict[str, int]:
-    """resource.AggregateContainerLimits (no pod-level limits, no overhead)."""
-    return aggregate_containers(pod.containers, pod.init_containers, _limits_of)
-
-
 def scheduler_view(amounts: Mapping[str, int]) -> dict[str, int]:
     """Only the names `framework.Resource` keeps (drops pods and unknown unprefixed names)."""
     return {name: amount for name, amount in amounts.items() if is_tracked_resource_name(name)}
@@ -319,7 +315,12 @@ def parse_node_resources(node: Any, path: Sequence[PathPart] = ()) -> NodeResour
 
 def parse_resource_list(obj: Any, path: Sequence[PathPart] = ()) -> dict[str, int]:
     """A ResourceList (`{"cpu": "500m", "nvidia.com/gpu": 1}`) in scheduler units. Quantities
-    must parse and be non-negative (API validation)."""
+    must parse and be non-negative (API validation), and fit in an int64 in scheduler units.
+
+    The API server caps only BinarySI quantities (at 2**63-1, when parsing; see
+    gpupact.kube.quantity); a larger decimal one ("100E", or cpu "10E" in millicores) is
+    stored as written and silently wraps in the scheduler's int64 `Value()`/`MilliValue()`.
+    That wrap is not modelled: such an amount is rejected here, at the edge."""
     out: dict[str, int] = {}
     for name, value in optional_mapping(obj, path).items():
         where = (*path, name)
@@ -333,6 +334,11 @@ def parse_resource_list(obj: Any, path: Sequence[PathPart] = ()) -> dict[str, in
             raise FieldError(where, str(exc)) from None
         if amount < 0:
             raise FieldError(where, f"must be greater than or equal to 0, got {value!r}")
+        if amount > INT64_MAX:
+            unit = "millicores" if name == CPU else "units"
+            raise FieldError(
+                where, f"{value!r} is too large: over 2^63-1 {unit}, the scheduler's int64 limit"
+            )
         out[name] = amount
     return out
 
@@ -412,7 +418,7 @@ def parse_pod_resources(spec: Any, path: Sequence[PathPart] = ()) -> PodResource
         if pod_level.get("limits") is not None
         else None
     )
-    return PodResources(
+    resources = PodResources(
         containers=containers,
         init_containers=init_containers,
         overhead=overhead,
@@ -420,3 +426,19 @@ def parse_pod_resources(spec: Any, path: Sequence[PathPart] = ()) -> PodResource
             containers, init_containers, requests, limits
         ),
     )
+    _check_pod_totals(resources, path)
+    return resources
+
+
+def _check_pod_totals(resources: PodResources, path: Sequence[PathPart]) -> None:
+    """Each amount fits in an int64 (parse_resource_list), but their sum may not: upstream's
+    int64 total would wrap, which is not modelled, so such a pod is rejected."""
+    for pod_level in (False, True):
+        for name, amount in pod_requests(resources, pod_level_resources=pod_level).items():
+            if amount > INT64_MAX:
+                unit = "millicores" if name == CPU else "units"
+                raise FieldError(
+                    path,
+                    f"the pod's total {name} request ({amount} {unit}) is over 2^63-1, "
+                    "the scheduler's int64 limit",
+                )

@@ -29,7 +29,7 @@ formulas over node columns.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -392,6 +392,19 @@ def _check(
         out.append(InsufficientResource(name, reason, request, used, capacity, request > capacity))
 
 
+def is_ignored_extended_resource(
+    name: str,
+    ignored_resources: Collection[str],
+    ignored_resource_groups: Collection[str],
+) -> bool:
+    """fitsRequest skips an extended resource named in ignoredResources, or whose prefix (the
+    part before "/") is in ignoredResourceGroups: something other than the scheduler checks it."""
+    return is_extended_resource_name(name) and (
+        name in ignored_resources
+        or bool(ignored_resource_groups and name.split("/", 1)[0] in ignored_resource_groups)
+    )
+
+
 def fits_request(
     request: FitRequest,
     node: NodeResources,
@@ -424,10 +437,7 @@ def fits_request(
     for name, amount in request.scalars:
         if amount == 0:
             continue
-        if is_extended_resource_name(name) and (
-            name in ignored_resources
-            or (ignored_resource_groups and name.split("/", 1)[0] in ignored_resource_groups)
-        ):
+        if is_ignored_extended_resource(name, ignored_resources, ignored_resource_groups):
             continue
         _check(out, name, f"Insufficient {name}", amount, allocatable, requested)
     return out

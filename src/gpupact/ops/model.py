@@ -17,8 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpupact.cluster.devices import node_gpu_spec
-from gpupact.cluster.state import pod_usage
+from gpupact.cluster.snapshot import read_node, read_pod
 from gpupact.engine.admission import k8s as kueue
 from gpupact.engine.gang import PodGroup, parse_podgroup
 from gpupact.engine.preemption.importance import NANOS_PER_SECOND, parse_time_nanos
@@ -32,7 +31,7 @@ from gpupact.kube.fields import (
     string,
     string_map,
 )
-from gpupact.kube.objects import Node, Pod, parse_node, parse_pod
+from gpupact.kube.objects import Node, Pod
 from gpupact.kube.requests import parse_resource_list
 
 KUEUE_KINDS = (
@@ -453,13 +452,11 @@ class SnapshotBuilder:
         group = _group(obj)
         snap = self.snapshot
         if kind == "Node" and group == "":
-            node = parse_node(dict(obj))
-            node_gpu_spec(node)  # GPU labels/annotations are validated here, where they are
+            node = read_node(dict(obj))
             self._unique(kind, node.name)
             snap.nodes.append(node)
         elif kind == "Pod" and group == "":
-            pod = parse_pod(dict(obj))
-            pod_usage(pod)  # GPU annotations (gpu-milli, models) are validated here
+            pod = read_pod(dict(obj))
             self._unique(kind, pod.key)
             snap.pods.append(pod)
         elif kind == "Event" and group in ("", "events.k8s.io"):

@@ -43,7 +43,14 @@ def snapshot_files(directory: str | Path) -> list[Path]:
 
 
 def load_snapshot_dir(directory: str | Path) -> ClusterSnapshot:
-    return load_snapshot_files(snapshot_files(directory), source=str(directory))
+    snapshot = load_snapshot_files(snapshot_files(directory), source=str(directory))
+    if not snapshot.nodes:
+        # without Nodes every pending pod would read as "nothing to place on", a silent
+        # non-answer; the usual cause is a missing `kubectl get nodes -o json` file
+        raise InputError(
+            f"no Node objects found in {directory} (add `kubectl get nodes -o json` output)"
+        )
+    return snapshot
 
 
 def _located(

@@ -89,6 +89,7 @@ def test_fit_error_reasons_match_the_verdicts(seed):
         scalar = explain_fit(pod, ClusterView.from_state(state))
         assert result.message == scalar.message
         counted = {(r.plugin, r.code, r.message): r.detail for r in result.reasons}
+        assert all(type(r.code) is str for r in result.reasons)  # a plain string, as the scalar
         expected = {
             (r.plugin, r.code, r.message): r.detail
             for r in aggregate_reasons(pod.key, scalar.verdicts)

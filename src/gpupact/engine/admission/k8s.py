@@ -50,6 +50,7 @@ from gpupact.errors import FieldError, PathPart
 from gpupact.kube.fields import (
     integer,
     mapping,
+    object_header,
     optional_integer,
     optional_list,
     optional_mapping,
@@ -129,14 +130,8 @@ def _header(obj: object, kind: str) -> tuple[Mapping[str, Any], str, str]:
     version = string(body.get("apiVersion"), ("apiVersion",))
     if version and version not in API_VERSIONS:
         raise FieldError(("apiVersion",), f"unsupported apiVersion {version!r} for {kind}")
-    found = string(body.get("kind"), ("kind",))
-    if found and found != kind:
-        raise FieldError(("kind",), f"expected kind {kind}, got {found!r}")
-    meta = optional_mapping(body.get("metadata"), ("metadata",))
-    name = string(meta.get("name"), ("metadata", "name"))
-    if not name:
-        raise FieldError(("metadata", "name"), f"a {kind} needs a name")
-    return body, name, version
+    header = object_header(body, kind)
+    return body, header.name, version
 
 
 def _named(kind: str, name: str, parse: Callable[[], T]) -> T:

@@ -186,9 +186,6 @@ class AdmissionState:
         (and, under the evict-newest policy, evict)."""
         return raises.expire_raises(self, now)
 
-    def add_local_queue(self, lq: LocalQueue) -> None:
-        self.local_queues[lq.key] = lq
-
     def _requeue_users_of(self, flavor: str) -> None:
         for name, spec in self.cluster_queue_specs.items():
             if any(flavor in g.flavor_names for g in spec.resource_groups):

@@ -21,7 +21,7 @@ from gpupact.engine.gang import (
     TaskStatus,
 )
 from gpupact.errors import FieldError
-from gpupact.kube.fields import integer, mapping, optional_mapping, string
+from gpupact.kube.fields import integer, mapping, object_header, optional_mapping, string
 from gpupact.kube.objects import Node, Pod
 from gpupact.kube.requests import CPU, MEMORY, scheduler_view
 
@@ -91,15 +91,7 @@ def _parse_quota(obj: Any, path: tuple, default: ResourceQuota) -> ResourceQuota
 
 
 def parse_kai_queue(obj: Any) -> KaiQueue:
-    body = mapping(obj, ())
-    kind = body.get("kind")
-    if kind is not None and kind != "Queue":
-        raise FieldError(("kind",), f"expected kind Queue, got {kind!r}")
-    meta = optional_mapping(body.get("metadata"), ("metadata",))
-    spec = optional_mapping(body.get("spec"), ("spec",))
-    name = string(meta.get("name"), ("metadata", "name"))
-    if not name:
-        raise FieldError(("metadata", "name"), "a Queue needs a name")
+    _, _, spec, _, name = object_header(obj, "Queue")
     resources = optional_mapping(spec.get("resources"), ("spec", "resources"))
     defaults = KaiQueue(name)
     return KaiQueue(
@@ -153,12 +145,7 @@ def parse_kai_podgroup(
 ) -> KaiPodGroup:
     """A KAI PodGroup (scheduling.run.ai/v2alpha2); its priority is its PriorityClass's value
     (0 without one). Times are injected (the caller's clock)."""
-    body = mapping(obj, ())
-    meta = optional_mapping(body.get("metadata"), ("metadata",))
-    spec = optional_mapping(body.get("spec"), ("spec",))
-    name = string(meta.get("name"), ("metadata", "name"))
-    if not name:
-        raise FieldError(("metadata", "name"), "a PodGroup needs a name")
+    _, meta, spec, _, name = object_header(obj, "PodGroup")
     class_name = string(spec.get("priorityClassName"), ("spec", "priorityClassName"))
     if class_name and class_name not in priority_classes:
         raise FieldError(("spec", "priorityClassName"), f"unknown PriorityClass {class_name!r}")

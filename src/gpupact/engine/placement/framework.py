@@ -26,7 +26,7 @@ from gpupact.cluster.devices import PLUGIN_NAME as GPU_PLUGIN
 from gpupact.cluster.devices import GpuRequest, NodeDevices, node_gpu_spec
 from gpupact.cluster.state import NAMESPACE_NAME_LABEL, pod_usage
 from gpupact.engine.placement.plugins import inter_pod_affinity as ipa
-from gpupact.engine.placement.reasons import Reason, fit_error_message
+from gpupact.engine.placement.reasons import Reason, fit_error_message, reasons_from_counts
 from gpupact.kube import topology_spread as pts
 from gpupact.kube.objects import Node, Pod
 from gpupact.kube.requests import NodeResources, scheduler_view
@@ -170,10 +170,7 @@ def aggregate_reasons(pod: str, verdicts: Iterable[NodeVerdict]) -> tuple[Reason
         for reason in v.status.reasons:
             key = (v.status.plugin, v.status.code.value, reason)
             counts[key] = counts.get(key, 0) + 1
-    return tuple(
-        Reason(code, message, pod, plugin, f"{n} node(s)")
-        for (plugin, code, message), n in counts.items()
-    )
+    return reasons_from_counts(pod, counts)
 
 
 @dataclass

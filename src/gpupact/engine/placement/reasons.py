@@ -24,6 +24,18 @@ class Reason:
     detail: str = ""
 
 
+# (plugin, status code as its string value, upstream reason) -> how many nodes gave it
+ReasonCounts = Mapping[tuple[str, str, str], int]
+
+
+def reasons_from_counts(subject: str, counts: ReasonCounts) -> tuple[Reason, ...]:
+    """One Reason per (plugin, code, reason), detail "<n> node(s)", in the mapping's order."""
+    return tuple(
+        Reason(str(code), message, subject, plugin, f"{n} node(s)")
+        for (plugin, code, message), n in counts.items()
+    )
+
+
 def fit_error_message(
     num_all_nodes: int,
     node_statuses: Mapping[str, Status],

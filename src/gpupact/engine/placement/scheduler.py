@@ -59,7 +59,7 @@ from .plugins import inter_pod_affinity as ipa
 from .plugins import node_filters as nf
 from .plugins import node_resources_fit as nrf
 from .plugins import pod_topology_spread as ptsv
-from .reasons import Reason, fit_error_message_from_counts
+from .reasons import fit_error_message_from_counts, reasons_from_counts
 from .shape import PodShape, compile_pod
 
 FIT = "NodeResourcesFit"
@@ -887,10 +887,7 @@ class Scheduler:
         num_nodes = int(np.count_nonzero(state.active))
         message = fit_error_message_from_counts(num_nodes, counts)
         pod_key = shape.pod.key
-        reasons = tuple(
-            Reason(code, reason, pod_key, plugin, f"{n} node(s)")
-            for (plugin, code, reason), n in groups.items()
-        )
+        reasons = reasons_from_counts(pod_key, groups)
         return FitResult(
             pod_key,
             message=message,

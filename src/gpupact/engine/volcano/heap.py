@@ -40,9 +40,6 @@ class PriorityQueue(Generic[T]):
         self._down(0, last)
         return items.pop()
 
-    def peek(self) -> T:
-        return self.items[0]
-
     def clone(self) -> PriorityQueue[T]:
         copy: PriorityQueue[T] = PriorityQueue(self.less)
         copy.items = list(self.items)

@@ -27,7 +27,7 @@ from gpupact.engine.gang import (
 )
 from gpupact.engine.volcano.resource import Resource
 from gpupact.errors import FieldError
-from gpupact.kube.fields import integer, mapping, optional_mapping, string
+from gpupact.kube.fields import integer, object_header, optional_mapping, string
 from gpupact.kube.objects import Node, Pod
 from gpupact.kube.requests import parse_resource_list, scheduler_view
 from gpupact.kube.status import Status
@@ -58,16 +58,7 @@ class Queue:
 
 def parse_queue(obj: Any) -> Queue:
     """A Volcano Queue from its JSON/YAML form (scheduling.volcano.sh/v1beta1)."""
-    body = mapping(obj, ())
-    kind = body.get("kind")
-    if kind is not None and kind != "Queue":
-        raise FieldError(("kind",), f"expected kind Queue, got {kind!r}")
-    meta = optional_mapping(body.get("metadata"), ("metadata",))
-    spec = optional_mapping(body.get("spec"), ("spec",))
-    status = optional_mapping(body.get("status"), ("status",))
-    name = string(meta.get("name"), ("metadata", "name"))
-    if not name:
-        raise FieldError(("metadata", "name"), "a Queue needs a name")
+    _, _, spec, status, name = object_header(obj, "Queue")
     weight = integer(spec.get("weight"), ("spec", "weight"), 1, bits=32)
     if weight < 0:
         raise FieldError(("spec", "weight"), f"must be >= 0, got {weight}")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpupact.cluster.state import ClusterState
-from gpupact.kube.requests import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_extended_resource_name
+from gpupact.kube.requests import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from gpupact.kube.requests import is_scalar_resource_name as _is_scalar
 from gpupact.kube.resources_fit import (
     LEAST_ALLOCATED,
@@ -27,6 +27,7 @@ from gpupact.kube.resources_fit import (
     InsufficientResource,
     ResourceSpec,
     ScoringStrategy,
+    is_ignored_extended_resource,
     scale_shape,
 )
 
@@ -61,10 +62,7 @@ def fit_checks(
     for name, amount in request.scalars:
         if amount == 0:
             continue
-        if is_extended_resource_name(name) and (
-            name in ignored_resources
-            or (ignored_resource_groups and name.split("/", 1)[0] in ignored_resource_groups)
-        ):
+        if is_ignored_extended_resource(name, ignored_resources, ignored_resource_groups):
             continue
         out.append(FitCheck(name, f"Insufficient {name}", amount, resource_index.get(name, -1)))
     return tuple(out)
