@@ -265,3 +265,15 @@ def test_model_dump_round_trips_through_the_loader():
     dumped = contract.model_dump(mode="json", exclude_none=True)
     again = parse_contract(yaml.safe_dump(dumped), "again.yaml").contract
     assert again == contract
+
+
+def test_pool_size_is_bounded_so_compiled_quantities_fit_int64():
+    too_many = errors_of(edit(BASE, [("pools.0.nodes.max", 10**10)]))
+    assert too_many == ["pools.0.nodes.max: must be less than or equal to 100000"]
+    huge_nodes = edit(
+        BASE, [("pools.0.nodes.max", 90_000), ("pools.0.node", {"cpu": "96", "memory": "1Pi"})]
+    )
+    (error,) = errors_of(huge_nodes)
+    assert error.startswith("pools.0: nodes.max - nodes.min (89998) x node.memory is beyond")
+    fits = edit(BASE, [("pools.0.nodes.max", 90_000), ("pools.0.node", {"memory": "1Ti"})])
+    assert load(fits).contract.pools[0].nodes.max == 90_000

@@ -68,7 +68,9 @@ def compile_command(
     try:
         written = write_bundle(bundle, out, fmt.value)
     except OSError as err:  # no permission, a file where a folder belongs, a full disk
-        raise InputError(f"cannot write {out}: {err.strerror or err}") from None
+        blocker = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
+        reason = f"{blocker} is a file, not a directory" if blocker else (err.strerror or err)
+        raise InputError(f"cannot write {out}: {reason}") from None
     counts = {t: sum(1 for e in bundle.objects if e.target == t) for t in TARGETS}
     summary = ", ".join(f"{n} {t}" for t, n in counts.items() if n)
     stdout.print(

@@ -192,9 +192,15 @@ class GpuSpec(Model):
         return 0
 
 
+# Larger than any Kubernetes cluster runs today (GKE's limit is 65,000 nodes); keeps every
+# quota and NodePool limit the compiler derives inside int64 quantities.
+MAX_NODES_PER_POOL = 100_000
+INT64_MAX = 2**63 - 1
+
+
 class NodeRange(Model):
     min: Count = 0
-    max: Count
+    max: Annotated[int, Strict(), Field(ge=0, le=MAX_NODES_PER_POOL)]
 
     @field_validator("max")
     @classmethod
@@ -266,6 +272,21 @@ class Pool(Model):
     pre_warm: list[PreWarm] = Field(default_factory=list)
     zones: list[LabelValue] = Field(default_factory=list)
     node: NodeShape | None = None
+
+    @model_validator(mode="after")
+    def _totals_fit_int64(self) -> Pool:
+        # the compiler writes nodes x per-node amounts as Kubernetes quantities (int64)
+        spare = self.nodes.max - self.nodes.min
+        for field, per_node in (
+            ("node.cpu", self.node.cpu if self.node else None),
+            ("node.memory", self.node.memory if self.node else None),
+        ):
+            if per_node is not None and spare * per_node > INT64_MAX:
+                raise ValueError(
+                    f"nodes.max - nodes.min ({spare}) x {field} is beyond what a Kubernetes "
+                    "quantity can hold (2^63-1): lower nodes.max or the node size"
+                )
+        return self
 
     @property
     def devices_per_node(self) -> int:
