@@ -152,7 +152,9 @@ def test_every_contract_error_gets_its_own_error_line(command: str) -> None:
 def test_an_unwritable_output_is_one_line_exit_2(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
-    assert_one_error(*run("compile", CONTRACT, "-o", blocker / "out"), "a-file is a file, not a directory")
+    assert_one_error(
+        *run("compile", CONTRACT, "-o", blocker / "out"), "a-file is a file, not a directory"
+    )
     assert blocker.read_text() == "x"
 
 
