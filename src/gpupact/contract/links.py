@@ -113,10 +113,7 @@ def _link_service(
                 f"({gpus_per_pod}): a replica is tensorParallel / gpusPerPod pods",
             )
         )
-    tenant = _tenant(base, service.tenant, tenants, errors)
-    if tenant is not None:
-        update["owner"] = service.owner or tenant.owner
-        update["cost_center"] = service.cost_center or tenant.cost_center
+    update.update(_tenant_defaults(base, service, tenants, errors))
     klass = classes.get(service.workload_class)
     if klass is None:
         errors.append(_unknown((*base, "class"), "class", service.workload_class, classes))
@@ -157,10 +154,7 @@ def _link_job(
     update: dict[str, Any] = {
         "gpus_per_pod": _gpus_per_pod(base, job.gpus_per_pod, job.resources, errors)
     }
-    tenant = _tenant(base, job.tenant, tenants, errors)
-    if tenant is not None:
-        update["owner"] = job.owner or tenant.owner
-        update["cost_center"] = job.cost_center or tenant.cost_center
+    update.update(_tenant_defaults(base, job, tenants, errors))
     klass = classes.get(job.workload_class)
     if klass is None:
         errors.append(_unknown((*base, "class"), "class", job.workload_class, classes))
@@ -174,6 +168,23 @@ def _link_job(
     else:
         errors.append(FieldError((*base, "class"), f"class {klass.name} may use no pool"))
     return job.model_copy(update=update)
+
+
+def _tenant_defaults(
+    base: tuple[PathPart, ...],
+    workload: Service | Job,
+    tenants: dict[str, Any],
+    errors: list[FieldError],
+) -> dict[str, Any]:
+    """The owner and cost center a workload inherits from its tenant (nothing when the tenant
+    is unknown, which `_tenant` reports)."""
+    tenant = _tenant(base, workload.tenant, tenants, errors)
+    if tenant is None:
+        return {}
+    return {
+        "owner": workload.owner or tenant.owner,
+        "cost_center": workload.cost_center or tenant.cost_center,
+    }
 
 
 def _gpus_per_pod(

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from gpupact.errors import FieldError, PathPart
 from gpupact.kube.fields import (
@@ -420,3 +420,21 @@ class StalenessTracker:
         if self.grace_period < 0:
             return False
         return now - started >= self.grace_period
+
+
+_Session = TypeVar("_Session")
+
+
+def run_actions(
+    session: _Session,
+    actions: Sequence[str],
+    registry: Mapping[str, Callable[[_Session], object]],
+    not_modelled: Callable[[str], Exception],
+) -> None:
+    """Run the named actions in order on `session`. Every name is checked first, so an unknown
+    action fails before any action has changed the session."""
+    for name in actions:
+        if name not in registry:
+            raise not_modelled(f"action {name!r}")
+    for name in actions:
+        registry[name](session)

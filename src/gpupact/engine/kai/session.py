@@ -19,6 +19,7 @@ from gpupact.engine.gang import (
     Operation,
     Statement,
     TaskStatus,
+    run_actions,
 )
 from gpupact.engine.kai import fairshare as fs
 from gpupact.engine.kai.model import (
@@ -338,11 +339,7 @@ class KaiSession:
     def run(self, actions: Sequence[str]) -> KaiResult:
         from gpupact.engine.kai.actions import ACTIONS
 
-        for name in actions:
-            if name not in ACTIONS:
-                raise NotModelledError(f"action {name!r}")
-        for name in actions:
-            ACTIONS[name](self)
+        run_actions(self, actions, ACTIONS, NotModelledError)
         return self.result()
 
     def result(self) -> KaiResult:

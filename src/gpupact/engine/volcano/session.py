@@ -31,6 +31,7 @@ from gpupact.engine.gang import (
     PodGroupPhase,
     Statement,
     TaskStatus,
+    run_actions,
 )
 from gpupact.engine.volcano.heap import PriorityQueue
 from gpupact.engine.volcano.model import (
@@ -501,11 +502,7 @@ class Session:
     def run(self, actions: Sequence[str]) -> SessionResult:
         from gpupact.engine.volcano.actions import ACTIONS
 
-        for name in actions:
-            if name not in ACTIONS:
-                raise NotModelledError(f"action {name!r}")
-        for name in actions:
-            ACTIONS[name](self)
+        run_actions(self, actions, ACTIONS, NotModelledError)
         return self.close()
 
     def close(self) -> SessionResult:

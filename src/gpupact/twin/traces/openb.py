@@ -163,16 +163,23 @@ class _Rows:
             raise self.error(line, column, "must not be empty")
         return value
 
+    def unique_name(
+        self, line: int, row: dict[str, str], column: str, kind: str, seen: set[str]
+    ) -> str:
+        """The row's `kind` name in `column`, which no earlier row (names in `seen`) carries."""
+        name = self.text(line, row, column)
+        if name in seen:
+            raise self.error(line, column, f"{kind} {name!r} appears twice")
+        seen.add(name)
+        return name
+
 
 def read_nodes(path: str | Path) -> list[OpenbNode]:
     rows = _Rows(Path(path), NODE_COLUMNS)
     nodes: list[OpenbNode] = []
     seen: set[str] = set()
     for line, row in rows:
-        name = rows.text(line, row, "sn")
-        if name in seen:
-            raise rows.error(line, "sn", f"node {name!r} appears twice")
-        seen.add(name)
+        name = rows.unique_name(line, row, "sn", "node", seen)
         gpus = rows.integer(line, row, "gpu")
         model = row["model"]
         if gpus and not model:
@@ -194,10 +201,7 @@ def read_pods(path: str | Path) -> list[OpenbPod]:
     pods: list[OpenbPod] = []
     seen: set[str] = set()
     for line, row in rows:
-        name = rows.text(line, row, "name")
-        if name in seen:
-            raise rows.error(line, "name", f"pod {name!r} appears twice")
-        seen.add(name)
+        name = rows.unique_name(line, row, "name", "pod", seen)
         count = rows.integer(line, row, "num_gpu")
         milli = rows.integer(line, row, "gpu_milli")
         if count == 0 and milli != 0:

@@ -8,7 +8,7 @@ in the same order as the scalar code, so every node gets the identical integer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -137,36 +137,45 @@ def _safe(den: np.ndarray) -> np.ndarray:
     return np.where(den == 0, 1, den)
 
 
-def score_least_allocated(
-    requested: np.ndarray, allocatable: np.ndarray, weights: Sequence[int]
+def _weighted_node_score(
+    requested: np.ndarray,
+    allocatable: np.ndarray,
+    weights: Sequence[int],
+    resource_score: Callable[[np.ndarray, np.ndarray], np.ndarray],
 ) -> np.ndarray:
-    node = np.zeros(requested.shape[1], dtype=np.int64)
-    wsum = np.zeros(requested.shape[1], dtype=np.int64)
-    with np.errstate(over="ignore"):
-        for i, weight in enumerate(weights):
-            cap, req = allocatable[i], requested[i]
-            present = cap != 0
-            share = go_div((cap - req) * MAX_NODE_SCORE, _safe(cap))
-            share = np.where(req > cap, 0, share)
-            node += np.where(present, share * weight, 0)
-            wsum += np.where(present, weight, 0)
-        return np.where(wsum == 0, 0, go_div(node, _safe(wsum)))
-
-
-def score_most_allocated(
-    requested: np.ndarray, allocatable: np.ndarray, weights: Sequence[int]
-) -> np.ndarray:
+    """Weighted mean of `resource_score(requested, allocatable)` over the resources a node
+    has (allocatable != 0); 0 for a node that has none of them."""
     node = np.zeros(requested.shape[1], dtype=np.int64)
     wsum = np.zeros(requested.shape[1], dtype=np.int64)
     with np.errstate(over="ignore"):
         for i, weight in enumerate(weights):
             cap = allocatable[i]
-            req = np.minimum(requested[i], cap)
             present = cap != 0
-            share = go_div(req * MAX_NODE_SCORE, _safe(cap))
+            share = resource_score(requested[i], cap)
             node += np.where(present, share * weight, 0)
             wsum += np.where(present, weight, 0)
         return np.where(wsum == 0, 0, go_div(node, _safe(wsum)))
+
+
+def _least_allocated_share(req: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    share = go_div((cap - req) * MAX_NODE_SCORE, _safe(cap))
+    return np.where(req > cap, 0, share)
+
+
+def _most_allocated_share(req: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    return go_div(np.minimum(req, cap) * MAX_NODE_SCORE, _safe(cap))
+
+
+def score_least_allocated(
+    requested: np.ndarray, allocatable: np.ndarray, weights: Sequence[int]
+) -> np.ndarray:
+    return _weighted_node_score(requested, allocatable, weights, _least_allocated_share)
+
+
+def score_most_allocated(
+    requested: np.ndarray, allocatable: np.ndarray, weights: Sequence[int]
+) -> np.ndarray:
+    return _weighted_node_score(requested, allocatable, weights, _most_allocated_share)
 
 
 def broken_linear(points: Sequence[tuple[int, int]], p: np.ndarray) -> np.ndarray:

@@ -13,6 +13,7 @@ Conventions (from the FGD paper's simulator, which the openb benchmark reproduce
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -126,6 +127,23 @@ def tightest_device(dev_row: np.ndarray, milli: int) -> int:
     if not fits.any():
         raise ValueError(f"no device holds {milli} milli")
     return int(np.argmin(np.where(fits, dev_row, np.iinfo(np.int64).max)))
+
+
+def share_picked_devices(
+    view: NodeView, node: int, req: Request, pick_share: Callable[[np.ndarray, np.ndarray], int]
+) -> tuple[int, ...]:
+    """Device choice for policies with their own pick for a share request: none for a CPU pod,
+    the first idle devices for whole-device requests, else `pick_share(row, fits)` over the
+    node's free row and the indices of the devices that hold the request (never empty)."""
+    if req.gpu_count == 0:
+        return ()
+    row = view.dev_free[node]
+    if not req.is_share:
+        return first_free_devices(row, req.gpu_count)
+    fits = np.flatnonzero(row >= req.gpu_milli)
+    if fits.shape[0] == 0:
+        raise ValueError(f"no device on node {node} holds {req.gpu_milli} milli")
+    return (pick_share(row, fits),)
 
 
 def best_fit_devices(view: NodeView, node: int, req: Request) -> tuple[int, ...]:

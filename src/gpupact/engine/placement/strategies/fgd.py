@@ -21,7 +21,7 @@ import numpy as np
 from gpupact.engine.placement.strategies.base import (
     NodeView,
     Request,
-    first_free_devices,
+    share_picked_devices,
 )
 from gpupact.engine.placement.strategies.fragmentation import (
     TargetWorkload,
@@ -261,13 +261,11 @@ class FGD:
         return scores
 
     def choose_devices(self, view: NodeView, node: int, req: Request) -> tuple[int, ...]:
-        if req.gpu_count == 0:
-            return ()
-        row = view.dev_free[node]
-        if not req.is_share:
-            return first_free_devices(row, req.gpu_count)
-        if not (row >= req.gpu_milli).any():
-            raise ValueError(f"no device on node {node} holds {req.gpu_milli} milli")
+        return share_picked_devices(
+            view, node, req, lambda row, _fits: self._best_share_device(view, node, row, req)
+        )
+
+    def _best_share_device(self, view: NodeView, node: int, row: np.ndarray, req: Request) -> int:
         state = int(self._state_ids(view)[node])
         memo, measure = self._memo_for(req)
         slots = memo.best_slots.get(_shape_key(req))
@@ -280,7 +278,7 @@ class FGD:
         winners = [int(v) for j, v in enumerate(sorted_free) if mask >> j & 1]
         # equal scores: the lowest device index wins (the artefact keeps the first strictly
         # better device)
-        return (int(np.flatnonzero(np.isin(row, winners))[0]),)
+        return int(np.flatnonzero(np.isin(row, winners))[0])
 
 
 def _shape_key(req: Request) -> tuple[int, int, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpupact.engine.placement.strategies.base import NodeView, Request, first_free_devices
+from gpupact.engine.placement.strategies.base import NodeView, Request, share_picked_devices
 
 
 class RandomStrategy:
@@ -23,12 +23,7 @@ class RandomStrategy:
         return scores
 
     def choose_devices(self, view: NodeView, node: int, req: Request) -> tuple[int, ...]:
-        if req.gpu_count == 0:
-            return ()
-        row = view.dev_free[node]
-        if not req.is_share:
-            return first_free_devices(row, req.gpu_count)
-        fits = np.flatnonzero(row >= req.gpu_milli)
-        if fits.shape[0] == 0:
-            raise ValueError(f"no device on node {node} holds {req.gpu_milli} milli")
-        return (int(fits[self.rng.integers(fits.shape[0])]),)
+        return share_picked_devices(view, node, req, self._any_fitting_device)
+
+    def _any_fitting_device(self, row: np.ndarray, fits: np.ndarray) -> int:
+        return int(fits[self.rng.integers(fits.shape[0])])
