@@ -284,7 +284,11 @@ class NodeResources:
         cls, allocatable: Mapping[str, Any], path: Sequence[PathPart] = ()
     ) -> NodeResources:
         """From a `status.allocatable` ResourceList (quantity strings)."""
-        amounts = parse_resource_list(allocatable, path)
+        return cls.from_amounts(parse_resource_list(allocatable, path))
+
+    @classmethod
+    def from_amounts(cls, amounts: Mapping[str, int]) -> NodeResources:
+        """From allocatable already in integer base units (e.g. a parsed `Node`)."""
         return cls(allocatable=scheduler_view(amounts), allowed_pods=amounts.get(PODS, 0))
 
     def add_pod(self, footprint: PodFootprint) -> None:

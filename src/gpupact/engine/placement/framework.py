@@ -29,7 +29,7 @@ from gpupact.engine.placement.plugins import inter_pod_affinity as ipa
 from gpupact.engine.placement.reasons import Reason, fit_error_message, reasons_from_counts
 from gpupact.kube import topology_spread as pts
 from gpupact.kube.objects import Node, Pod
-from gpupact.kube.requests import NodeResources, scheduler_view
+from gpupact.kube.requests import NodeResources
 from gpupact.kube.resources_fit import (
     DEFAULT_RESOURCES,
     FitArgs,
@@ -194,10 +194,7 @@ class ClusterView:
         self.pod_devices = {}
         self._node_labels = {node.name: node.labels for node in self.nodes}
         for node in self.nodes:
-            alloc = dict(node.allocatable)
-            self.node_resources[node.name] = NodeResources(
-                allocatable=scheduler_view(alloc), allowed_pods=alloc.get("pods", 0)
-            )
+            self.node_resources[node.name] = NodeResources.from_amounts(node.allocatable)
             self.node_devices[node.name] = NodeDevices(node_gpu_spec(node))
         known = self.devices or {}
         for pod in self.pods:
