@@ -129,6 +129,10 @@ class Quantization(StrEnum):
     def bits(self) -> int:
         return {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}[self.value]
 
+    def weight_bytes(self, params: int) -> int:
+        """Bytes of `params` weights in this format (no scales, KV cache or activations)."""
+        return params * self.bits // 8
+
 
 class BusinessPriority(StrEnum):
     critical = "critical"
@@ -444,7 +448,7 @@ class ModelSpec(Model):
     @property
     def weight_bytes(self) -> int:
         """Weights only: params x bits / 8 (no KV cache, activations or runtime overhead)."""
-        return self.params * self.quantization.bits // 8
+        return self.quantization.weight_bytes(self.params)
 
 
 class Percentiles(Model):

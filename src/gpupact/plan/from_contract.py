@@ -1,0 +1,133 @@
+"""A contract service as a `Workload`: its model (catalogue, dense approximation or a default),
+its pool's GPU, token profile, headroom, declared sizes and cold start.
+
+Assumptions the contract forces are recorded on the workload and printed with the plan:
+- a model outside the catalogue: a dense transformer of its `params` (models.approximate_dense);
+- no model at all: a dense bf16 model whose weights take DEFAULT_WEIGHT_SHARE of the replica's
+  usable memory — a model filling half the GPUs leaves a modest KV cache, so the profile is on
+  the slow, small side of what such a service runs;
+- a GPU label outside the catalogue: the pool's `gpu.memory` with the lowest compute and
+  bandwidth of the catalogue (CONSERVATIVE_GPU);
+- MIG: a `<n>g` slice gets n/7 of the GPU's compute and bandwidth, its own memory;
+- no token profile: DEFAULT_INPUT / DEFAULT_OUTPUT; no contextLength: p95 prompt + p95 completion.
+"""
+
+from __future__ import annotations
+
+from gpupact.contract.schema import Contract, Pool, Quantization, Service
+from gpupact.errors import InputError
+from gpupact.plan.gpus import CATALOGUE as GPUS
+from gpupact.plan.gpus import GpuModel, find_gpu
+from gpupact.plan.memory import GPU_MEMORY_UTILIZATION
+from gpupact.plan.models import ModelArch, approximate_dense, find_model
+from gpupact.plan.workload import (
+    DEFAULT_INPUT,
+    DEFAULT_OUTPUT,
+    TokenStats,
+    Workload,
+    default_kv_dtype,
+)
+
+DEFAULT_WEIGHT_SHARE = 0.5
+MIG_COMPUTE_SLICES = 7  # A100/H100 MIG: 7 compute slices per GPU
+
+
+def conservative_gpu(label: str, memory: int) -> GpuModel:
+    """An unknown GPU: its declared memory, the slowest catalogue compute and bandwidth."""
+    return GpuModel(
+        name=label,
+        memory=memory,
+        bf16_tflops=min(g.bf16_tflops for g in GPUS.values()),
+        fp8_tflops=None,
+        bandwidth=min(g.bandwidth for g in GPUS.values()),
+        link="unknown",
+        link_bandwidth=0.0,
+    )
+
+
+def pool_gpu(pool: Pool) -> tuple[GpuModel, list[str]]:
+    """The pool's GPU from its `gpu.model` (or `gpu.product`) label, and any assumption made."""
+    for label in (pool.gpu.model, pool.gpu.product):
+        if label and (gpu := find_gpu(label)):
+            return gpu, []
+    memory = pool.gpu.memory or 0
+    note = (
+        f"GPU {pool.gpu.model!r} is not in the catalogue: planned with its {memory / 2**30:g} GiB "
+        f"and the catalogue's lowest compute and bandwidth"
+    )
+    return conservative_gpu(pool.gpu.model, memory), [note]
+
+
+def service_model(
+    service: Service, device_memory: int, tp: int
+) -> tuple[ModelArch, Quantization, list[str]]:
+    spec = service.model
+    if spec is None:
+        params = int(device_memory * tp * GPU_MEMORY_UTILIZATION * DEFAULT_WEIGHT_SHARE) // 2
+        note = (
+            f"no model declared: planned as a dense bf16 model of {params / 1e9:.1f}B parameters "
+            f"(weights fill {DEFAULT_WEIGHT_SHARE:.0%} of the replica's usable memory)"
+        )
+        return approximate_dense("default", params), Quantization.bf16, [note]
+    arch = find_model(spec.name)
+    if arch is not None:
+        return arch, spec.quantization, []
+    note = (
+        f"model {spec.name!r} is not in the catalogue: approximated as a dense transformer of "
+        f"{spec.params / 1e9:g}B parameters"
+    )
+    return approximate_dense(spec.name, spec.params), spec.quantization, [note]
+
+
+def headroom_of(contract: Contract, service: Service) -> int:
+    """The service's headroom, else its class's (the override `compile` and `check` apply)."""
+    if service.headroom is not None:
+        return service.headroom
+    return contract.workload_class(service.workload_class).headroom or 0
+
+
+def workload_for_service(contract: Contract, service: Service, slowdown: float = 1.0) -> Workload:
+    """The workload of a linked contract's service; `slowdown` as in `Workload`."""
+    if service.pool is None:
+        raise InputError(f"service {service.name} has no pool: check the contract first")
+    pool = contract.pool(service.pool)
+    gpu, notes = pool_gpu(pool)
+    sharing = pool.sharing
+    if sharing.mode == "mig":
+        slices = int((sharing.profile or "7g").split("g", 1)[0])
+        slowdown *= MIG_COMPUTE_SLICES / slices
+    device_memory = pool.device_memory
+    model, quantization, model_notes = service_model(
+        service, device_memory, service.tensor_parallel
+    )
+    notes += model_notes
+    tokens = service.tokens
+    inputs = TokenStats.of(tokens.input if tokens else None, DEFAULT_INPUT)
+    outputs = TokenStats.of(tokens.output if tokens else None, DEFAULT_OUTPUT)
+    if tokens is None or tokens.input is None or tokens.output is None:
+        notes.append(
+            f"no full token profile: prompts p50/p95 {inputs.p50}/{inputs.p95}, completions "
+            f"{outputs.p50}/{outputs.p95} tokens assumed where missing"
+        )
+    context = service.context_length or inputs.p95 + outputs.p95
+    return Workload(
+        name=service.name,
+        model=model,
+        quantization=quantization,
+        kv_dtype=default_kv_dtype(quantization),
+        gpu=gpu,
+        gpu_memory=device_memory,
+        gpus_per_node=pool.devices_per_node,
+        context=context,
+        input=inputs.capped(context),
+        output=outputs.capped(context),
+        concurrency=service.concurrency,
+        headroom=headroom_of(contract, service),
+        tensor_parallel=service.tensor_parallel,
+        max_replicas=service.replicas.upper,
+        max_nodes=pool.nodes.max,
+        cold_start=pool.cold_start,
+        service_cold_start=service.cold_start,
+        slowdown=slowdown,
+        assumptions=tuple(notes),
+    )

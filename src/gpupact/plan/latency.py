@@ -1,0 +1,70 @@
+"""Time per request phase on one replica: prefill is compute-bound, decode bandwidth-bound.
+
+    prefill FLOPs(n)  = 2 x active_params x n + layers x heads x (qk_dim + v_dim) x n^2
+                        (the matmuls, and causal attention: n^2/2 query-key pairs, QK^T and AV)
+    prefill seconds   = FLOPs / (tp x peak FLOP/s x PREFILL_MFU / slowdown)
+    decode step bytes = weights touched / tp + batch x context x KV/token x copies / tp  (per GPU)
+    TPOT              = step bytes / (bandwidth x DECODE_BANDWIDTH_EFFICIENCY / slowdown)
+
+A mixture-of-experts step reads the shared weights and only the experts its batch routes to:
+with B tokens each picking k of E experts, a given expert is missed by all of them with
+probability (1 - k/E)^B. Tensor-parallel all-reduces and kernel launch gaps are not modelled;
+the efficiencies absorb them.
+"""
+
+from __future__ import annotations
+
+from gpupact.contract.schema import Quantization
+from gpupact.plan.gpus import GpuModel
+from gpupact.plan.memory import ReplicaMemory
+from gpupact.plan.models import ModelArch
+
+# Model FLOPs utilisation of a large prefill: serving engines reach 40-60% of the dense peak
+# on long prompts; half is a planning figure, not a promise.
+PREFILL_MFU = 0.5
+# Memory-bandwidth utilisation of a decode step: well-tuned kernels read weights and KV at
+# 60-80% of the datasheet bandwidth.
+DECODE_BANDWIDTH_EFFICIENCY = 0.7
+
+
+def prefill_flops(model: ModelArch, tokens: float) -> float:
+    matmuls = 2.0 * model.active_params * tokens
+    attention = model.layers * model.heads * (model.qk_head_dim + model.head_dim) * tokens**2
+    return matmuls + attention
+
+
+def replica_flops(gpu: GpuModel, weights: Quantization, tp: int, slowdown: float) -> float:
+    """Sustained FLOP/s of a replica's prefill."""
+    return tp * gpu.flops(weights) * PREFILL_MFU / slowdown
+
+
+def prefill_seconds(
+    model: ModelArch, tokens: float, gpu: GpuModel, weights: Quantization, tp: int, slowdown: float
+) -> float:
+    return prefill_flops(model, tokens) / replica_flops(gpu, weights, tp, slowdown)
+
+
+def weights_read_per_step(model: ModelArch, weights: Quantization, batch: int) -> int:
+    """Weight bytes one decode step of `batch` sequences reads (whole replica)."""
+    if not model.moe:
+        return weights.weight_bytes(model.params)
+    missed = (1 - model.experts_per_token / model.experts) ** max(1, batch)
+    touched = model.experts * (1 - missed)
+    params = model.shared_params + touched * model.expert_params
+    return weights.weight_bytes(round(params))
+
+
+def decode_step_seconds(
+    model: ModelArch,
+    weights: Quantization,
+    memory: ReplicaMemory,
+    gpu: GpuModel,
+    batch: int,
+    context: float,
+    slowdown: float,
+) -> float:
+    """Time per output token (TPOT) with `batch` sequences of `context` tokens decoding."""
+    per_gpu = (
+        weights_read_per_step(model, weights, batch) + batch * context * memory.kv_per_token_replica
+    ) / memory.tp
+    return per_gpu / (gpu.bandwidth * DECODE_BANDWIDTH_EFFICIENCY / slowdown)
