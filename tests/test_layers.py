@@ -29,7 +29,9 @@ ALLOWED: dict[str, set[str]] = {
     "contract": {"kube"} | FOUNDATION,
     "cluster": {"kube"} | FOUNDATION,
     "engine": {"kube", "cluster"} | FOUNDATION,
-    "twin": {"engine", "cluster", "kube"} | FOUNDATION,
+    # the twin runs what `compile` writes (contract -> objects -> engine) and serves replicas
+    # with `plan`'s model: one source for each, nothing re-derived
+    "twin": {"engine", "cluster", "kube", "contract", "compile", "plan"} | FOUNDATION,
     "plan": {"contract", "kube"} | FOUNDATION,
     "compile": {"contract", "kube"} | FOUNDATION,
     # ops reads the contract (classes, pools, models) and the keys compile writes (contract.keys)

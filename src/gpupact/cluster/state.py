@@ -653,6 +653,19 @@ class ClusterState:
     def set_taints(self, row: int, taints: Sequence[Taint]) -> None:
         self.replace_node(row, replace(self.nodes[row], taints=tuple(taints)))
 
+    def set_allocatable(self, row: int, name: str, amount: int) -> None:
+        """One resource's allocatable changes in place while the node keeps its hardware and
+        its pods: the device plugin stops (or resumes) advertising GPUs after a driver
+        upgrade — Ready node, `nvidia.com/gpu` 0, running pods untouched (43.5)."""
+        self._unshare_static()
+        idx = self.resource_index.get(name)
+        if idx is None:
+            idx = self._add_resource(name)
+        node = self.nodes[row]
+        self.nodes[row] = replace(node, allocatable={**node.allocatable, name: amount})
+        self.allocatable[row, idx] = amount
+        self.static_version += 1
+
     def remove_node(self, row: int) -> None:
         """The node leaves (scale-down); its row stays but is inactive: placement ignores it.
         Pods must be unbound first."""

@@ -10,10 +10,10 @@ import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel
 
 from gpupact.contract.links import link
@@ -22,6 +22,7 @@ from gpupact.errors import FieldError, InputError, PathPart
 from gpupact.source import Document, parse_documents, read_text
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+M = TypeVar("M", bound=BaseModel)
 
 
 class ContractInvalid(InputError):
@@ -56,47 +57,62 @@ def load_contract(path: str | Path) -> LoadedContract:
 
 
 def parse_contract(text: str, file: str) -> LoadedContract:
+    doc = single_document(text, file, KIND, API_VERSION)
+    contract = validate_model(Contract, doc)
+    linked, errors = link(contract)
+    _fail_on(doc, errors)
+    return LoadedContract(linked, doc)
+
+
+def single_document(text: str, file: str, kind: str, api_version: str = API_VERSION) -> Document:
+    """The one YAML/JSON document of a gpupact file of `kind`: a mapping with the expected
+    apiVersion and kind and no duplicate keys."""
     documents = parse_documents(text, file)
     if not documents:
-        raise InputError("empty file, expected a gpupact Contract", file=file)
+        raise InputError(f"empty file, expected a gpupact {kind}", file=file)
     if len(documents) > 1:
         raise InputError(
-            f"expected one Contract, found {len(documents)} documents",
+            f"expected one {kind}, found {len(documents)} documents",
             file=file,
             line=_document_line(text, 1),
         )
     doc = documents[0]
     if not isinstance(doc.data, dict):
         raise doc.error(FieldError((), "expected a mapping with apiVersion, kind and metadata"))
-    _check_kind(doc)
+    _check_kind(doc, kind, api_version)
     duplicates = _duplicate_keys(text, file)
     if duplicates:
         raise ContractInvalid(duplicates)
+    return doc
+
+
+def validate_model(model: type[M], doc: Document) -> M:
+    """`doc.data` as a pydantic model of this package's schema style; every schema error
+    located (file:line:column and field path), all at once, as ContractInvalid."""
     try:
-        contract = Contract.model_validate(doc.data)
+        return model.model_validate(doc.data)
     except ValidationError as exc:
         errors = []
         for e in exc.errors():
             error = doc.error(FieldError(_path(e["loc"]), _message(e)))
             if e["type"] == "extra_forbidden":  # point at the unknown key, not its value
-                error.line, error.column = _key_position(text, error.path) or (
+                error.line, error.column = _key_position(doc.text, error.path) or (
                     error.line,
                     error.column,
                 )
             errors.append(error)
         raise ContractInvalid(sorted(errors, key=_position)) from None
-    linked, errors = link(contract)
-    _fail_on(doc, errors)
-    return LoadedContract(linked, doc)
 
 
-def _check_kind(doc: Document) -> None:
-    for key, expected in (("apiVersion", API_VERSION), ("kind", KIND)):
+def _check_kind(doc: Document, kind: str, api_version: str) -> None:
+    for key, expected in (("apiVersion", api_version), ("kind", kind)):
         got = doc.data.get(key)
         if got != expected:
             what = "missing" if got is None else f"is {got!r}"
             raise doc.error(
-                FieldError((key,), f"not a gpupact contract: {key} {what}, expected {expected!r}")
+                FieldError(
+                    (key,), f"not a gpupact {kind.lower()}: {key} {what}, expected {expected!r}"
+                )
             )
 
 

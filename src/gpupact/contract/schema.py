@@ -536,6 +536,7 @@ class Service(Model):
     gpu: GpuRequirement = GpuRequirement()
     model: ModelSpec | None = None
     concurrency: Positive | None = None
+    ttft_slo: Duration | None = None  # time-to-first-token objective (P99)
     context_length: Positive | None = None
     tokens: TokenProfile | None = None
     run_window: Window | None = None  # None: always on

@@ -1,0 +1,105 @@
+"""Node provisioning per pool, as the cluster autoscaler / Karpenter do it:
+
+- Scale-up: every scan, the pods still unschedulable are checked against an empty node of each
+  pool (the engine's filter on a template node: taints, affinity, GPU model and devices);
+  the first pool in contract order that can host a pod gets it. A pool's pods are packed
+  first-fit onto new template nodes to count the nodes needed (the binpacking estimator),
+  capped by `nodes.max` minus the nodes it has or is provisioning.
+- A new node joins Ready after its pool's provision + driver + device-plugin phases.
+- Pre-warm windows raise a pool's minimum while they last (the nodes are started at the
+  window's start, so the window must begin a cold start ahead of the peak).
+- Scale-down: a node without pods for `scaleDownUnneeded` is removed, never below the pool's
+  current minimum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpupact.cluster.state import ClusterState
+from gpupact.engine.placement.scheduler import Placement, Scheduler
+from gpupact.kube.objects import Pod
+from gpupact.twin.world import PoolTemplate
+
+
+@dataclass
+class PoolNodes:
+    template: PoolTemplate
+    minimum: int
+    maximum: int
+    next_index: int = 0
+    provisioning: int = 0  # nodes ordered, not Ready yet
+    rows: list[int] = field(default_factory=list)  # its nodes in the ClusterState
+    empty_since: dict[int, float] = field(default_factory=dict)
+
+
+class Autoscaler:
+    def __init__(self, pools: Sequence[PoolTemplate], *, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.pools = {p.name: PoolNodes(p, p.pool.nodes.min, p.pool.nodes.max) for p in pools}
+        self.order = [p.name for p in pools]
+        # one empty node per pool: where could a pod go if the pool grew?
+        self._probe = ClusterState.from_nodes([p.node(0) for p in pools])
+        self._probe_scheduler = Scheduler(self._probe, seed=0)
+
+    def pools_for(self, pod: Pod) -> list[str]:
+        mask = self._probe_scheduler.feasible_mask(pod)
+        return [self.order[i] for i in np.flatnonzero(mask)]
+
+    def wanted(self, pending: Sequence[Pod]) -> dict[str, int]:
+        """New nodes each pool should order for these unschedulable pods."""
+        if not self.enabled:
+            return {}
+        by_pool: dict[str, list[Pod]] = {}
+        for pod in pending:
+            pools = [p for p in self.pools_for(pod) if self._room(p) > 0]
+            if pools:
+                by_pool.setdefault(pools[0], []).append(pod)
+        out = {}
+        for name, pods in by_pool.items():
+            count = self._estimate(self.pools[name].template, pods, self._room(name))
+            if count:
+                out[name] = count
+        return out
+
+    def _room(self, name: str) -> int:
+        p = self.pools[name]
+        return p.maximum - len(p.rows) - p.provisioning
+
+    def _estimate(self, template: PoolTemplate, pods: Sequence[Pod], limit: int) -> int:
+        """Nodes needed: first-fit of the pods onto fresh template nodes (binpacking)."""
+        scratch = ClusterState.from_nodes([template.node(0)])
+        scheduler = Scheduler(scratch, seed=0)
+        for pod in pods:
+            placed = scheduler.schedule_one(pod)
+            if not isinstance(placed, Placement) and scratch.num_nodes < limit:
+                scratch.add_node(template.node(scratch.num_nodes))
+                scheduler.schedule_one(pod)  # a pod that fits no empty node never will
+        return sum(1 for i in range(scratch.num_nodes) if scratch.pods_on(i))
+
+    def minimum_nodes(self, name: str, prewarm: int) -> int:
+        p = self.pools[name]
+        return min(max(p.minimum, prewarm), p.maximum)
+
+    def to_remove(
+        self, name: str, now: float, unneeded_s: float, minimum: int, busy: set[int]
+    ) -> list[int]:
+        p = self.pools[name]
+        for row in p.rows:
+            if row in busy:
+                p.empty_since.pop(row, None)
+            else:
+                p.empty_since.setdefault(row, now)
+        spare = len(p.rows) - minimum
+        out = []
+        for row in sorted(p.rows, reverse=True):  # the newest first
+            if spare <= 0:
+                break
+            since = p.empty_since.get(row)
+            if since is not None and now - since >= unneeded_s:
+                out.append(row)
+                spare -= 1
+        return out

@@ -1,0 +1,288 @@
+"""The twin's control plane: pods wait in the scheduler's queue and are placed by the engine.
+
+- Pods for the default scheduler go through `Scheduler.schedule_one` (kube-scheduler's filter
+  and score) in kube-scheduler's queue order (priority, then creation time). A pod found
+  unschedulable waits until the cluster changes in a way that can help (a pod leaves, a node
+  joins or changes): upstream's unschedulable queue, moved on cluster events.
+- An unschedulable pod that may preempt runs DefaultPreemption's PostFilter (with the
+  contract's protection rules); its victims are evicted at once and the pod is retried.
+- Pods for Volcano (gangs) are placed by a Volcano session over the whole cluster: nothing of
+  a gang is bound unless minMember of it can be.
+Every placement binds into the one ClusterState; the bound Pod carries its node name and start
+time (DefaultPreemption orders victims by them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from gpupact.cluster.state import ClusterState
+from gpupact.engine.gang import PodGroup, PodGroupPhase
+from gpupact.engine.placement.scheduler import Placement, Scheduler
+from gpupact.engine.preemption.default_preemption import DefaultPreemption
+from gpupact.engine.preemption.fit_check import FilterChainFit
+from gpupact.engine.preemption.protection import Protection
+from gpupact.engine.volcano import PluginOption, Session
+from gpupact.engine.volcano.model import Queue
+from gpupact.kube.objects import Node, Pod
+from gpupact.kube.status import Code
+
+VOLCANO = "volcano"
+NANOS = 1_000_000_000
+
+# Volcano's default scheduler configuration (volcano-scheduler.conf): actions and plugin tiers
+VOLCANO_ACTIONS = ("enqueue", "allocate", "backfill")
+VOLCANO_TIERS = (
+    (
+        PluginOption("priority", frozenset({"jobOrder", "taskOrder", "preemptable"})),
+        PluginOption(
+            "gang",
+            frozenset({"jobOrder", "jobReady", "jobPipelined", "jobStarving", "preemptable"}),
+        ),
+        PluginOption("conformance", frozenset({"preemptable", "reclaimable"})),
+    ),
+    (
+        PluginOption("drf", frozenset({"jobOrder", "preemptable"})),
+        PluginOption("predicates", frozenset({"predicate"})),
+        PluginOption(
+            "proportion",
+            frozenset({"queueOrder", "reclaimable", "allocatable", "overused", "jobEnqueued"}),
+        ),
+        PluginOption("nodeorder", frozenset({"nodeOrder"})),
+    ),
+)
+
+
+@dataclass(eq=False)
+class PodRecord:
+    """One pod the twin created, from creation to its end."""
+
+    pod: Pod
+    owner: str  # service replica or job run
+    workload_class: str
+    tenant: str
+    gpus: float  # physical GPUs it holds once bound (a time-slice replica counts 1/replicas)
+    created: float
+    scheduler: str = "default-scheduler"
+    group: PodGroup | None = None  # its gang, for pods scheduled by Volcano
+    bound_at: float | None = None
+    node: str | None = None
+    ended_at: float | None = None
+    blocked_at: int = -1  # cluster generation at which it was last found unschedulable
+    restarts: int = 0
+    reason: str = ""  # the last refusal, for reports
+
+    @property
+    def key(self) -> str:
+        return self.pod.key
+
+
+@dataclass
+class Preemption:
+    victim: PodRecord
+    preemptor: PodRecord
+    node: str
+
+
+@dataclass
+class ControlPlane:
+    state: ClusterState
+    scheduler: Scheduler
+    protection: Protection
+    volcano_queues: Sequence[Queue]
+    priorities: dict[str, int]
+    gang_scheduling: bool = True
+    t0: float = 0.0  # epoch seconds of the twin's t = 0 (pod start times, preemption order)
+    pending: dict[str, PodRecord] = field(default_factory=dict)
+    bound: dict[str, PodRecord] = field(default_factory=dict)
+    groups: dict[str, PodGroup] = field(default_factory=dict)
+    generation: int = 0  # bumps when capacity may have grown (a pod left, a node changed)
+    _group_generation: int = -1
+
+    def __post_init__(self) -> None:
+        self.preemption = DefaultPreemption(protection=self.protection)
+
+    # --- pods coming and going ----------------------------------------------------------
+
+    def submit(self, record: PodRecord) -> None:
+        if not self.gang_scheduling and record.scheduler == VOLCANO:
+            record.scheduler = "default-scheduler"
+            record.group = None
+        self.pending[record.key] = record
+        if record.group is not None:
+            self.groups[record.group.key] = record.group
+
+    def remove(self, key: str, now: float) -> PodRecord | None:
+        """The pod ends (finished, deleted, evicted): it leaves the queue or its node."""
+        record = self.pending.pop(key, None)
+        if record is None:
+            record = self.bound.pop(key, None)
+            if record is None:
+                return None
+            self.state.unbind_pod(key)
+            self.capacity_changed()
+        record.ended_at = now
+        return record
+
+    def capacity_changed(self) -> None:
+        self.generation += 1
+
+    # --- one scheduling pass ------------------------------------------------------------
+
+    def schedule(self, now: float) -> tuple[list[PodRecord], list[Preemption]]:
+        """Place what can be placed now; returns the pods bound and the preemptions made."""
+        placed: list[PodRecord] = []
+        preempted: list[Preemption] = []
+        if any(r.scheduler == VOLCANO for r in self.pending.values()):
+            placed.extend(self._volcano_session(now))
+        for record in sorted(
+            (r for r in self.pending.values() if r.scheduler != VOLCANO),
+            key=lambda r: (-r.pod.priority, r.created, r.key),
+        ):
+            if record.blocked_at == self.generation or record.key not in self.pending:
+                continue
+            result = self.scheduler.schedule_one(record.pod, bind=False)
+            if isinstance(result, Placement):
+                self._bind(record, result.node_index, result.devices, now)
+                placed.append(record)
+                continue
+            record.reason = result.message
+            record.blocked_at = self.generation
+            victims = self._preempt(record, now)
+            if victims:
+                preempted.extend(victims)
+                retry = self.scheduler.schedule_one(record.pod, bind=False)
+                if isinstance(retry, Placement):
+                    self._bind(record, retry.node_index, retry.devices, now)
+                    placed.append(record)
+        return placed, preempted
+
+    def _bind(self, record: PodRecord, row: int, devices: Sequence[int] | None, now: float) -> None:
+        node = self.state.node_names[row]
+        bound = replace(
+            record.pod, node_name=node, phase="Running", start_time=_rfc3339(self.t0 + now)
+        )
+        self.state.bind(bound, row, devices)
+        record.pod = bound
+        record.node = node
+        record.bound_at = now
+        record.reason = ""
+        del self.pending[record.key]
+        self.bound[record.key] = record
+
+    # --- preemption ----------------------------------------------------------------------
+
+    def _preempt(self, record: PodRecord, now: float) -> list[Preemption]:
+        pod = record.pod
+        if pod.preemption_policy == "Never" or not self.bound:
+            return []
+        lowest = min(r.pod.priority for r in self.bound.values())
+        if lowest >= pod.priority:
+            return []
+        verdicts = self.scheduler.explain(pod).verdicts
+        statuses = {v.node: v.status for v in verdicts}
+        if not any(s.code is Code.UNSCHEDULABLE for s in statuses.values()):
+            return []
+        cluster = _StateCluster(self.state)
+        outcome = self.preemption.post_filter(
+            pod,
+            cluster,
+            statuses,
+            now=int((self.t0 + now) * NANOS),
+            fits=FilterChainFit.from_state(self.state),
+        )
+        if outcome.candidate is None:
+            return []
+        out = []
+        for victim in outcome.victims:
+            victim_record = self.bound.get(victim.key)
+            if victim_record is None:
+                continue
+            out.append(Preemption(victim_record, record, outcome.candidate.node))
+            self.remove(victim.key, now)
+        return out
+
+    # --- Volcano gangs -------------------------------------------------------------------
+
+    def _volcano_session(self, now: float) -> list[PodRecord]:
+        waiting = [r for r in self.pending.values() if r.scheduler == VOLCANO]
+        if self._group_generation == self.generation and all(
+            r.blocked_at == self.generation for r in waiting
+        ):
+            return []
+        state = self.state
+        nodes = [state.nodes[i] for i in range(state.num_nodes) if state.active[i]]
+        bound_pods = [b.pod for b in state.bindings()]
+        live = {r.group.key for r in waiting if r.group} | {
+            r.group.key for r in self.bound.values() if r.group
+        }
+        podgroups = []
+        for key in sorted(live):
+            group = self.groups[key]
+            podgroups.append(replace(group, phase=PodGroupPhase.INQUEUE))
+        session = Session(
+            nodes=nodes,
+            pods=[*bound_pods, *(r.pod for r in waiting)],
+            podgroups=podgroups,
+            queues=list(self.volcano_queues),
+            tiers=VOLCANO_TIERS,
+            priority_classes=self.priorities,
+        )
+        result = session.run(VOLCANO_ACTIONS)
+        placed = []
+        for key, node_name in result.binds.items():
+            record = self.pending.get(key)
+            if record is None:
+                continue
+            row = state.node_index[node_name]
+            try:
+                self._bind(record, row, None, now)
+            except ValueError:  # the devices on that node cannot hold it (e.g. NVLink)
+                continue
+            placed.append(record)
+        for record in waiting:
+            if record.key in self.pending:
+                record.blocked_at = self.generation
+                record.reason = "PodGroup: gang cannot be placed whole (minMember not reachable)"
+        self._group_generation = self.generation
+        return placed
+
+    # --- views ---------------------------------------------------------------------------
+
+    def records(self) -> Iterator[PodRecord]:
+        yield from self.pending.values()
+        yield from self.bound.values()
+
+    def on_node(self, node: str) -> list[PodRecord]:
+        return [r for r in self.bound.values() if r.node == node]
+
+
+class _StateCluster:
+    """DefaultPreemption's view (PreemptionCluster) of the twin's ClusterState."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self.nodes: Sequence[Node] = [
+            state.nodes[i] for i in range(state.num_nodes) if state.active[i]
+        ]
+        self.pdbs: Sequence[Any] = ()
+
+    def node(self, name: str) -> Node | None:
+        row = self.state.node_index.get(name)
+        return self.state.nodes[row] if row is not None and self.state.active[row] else None
+
+    def pods_on(self, node_name: str) -> Sequence[Pod]:
+        row = self.state.node_index.get(node_name)
+        return [b.pod for b in self.state.pods_on(row)] if row is not None else []
+
+    def running_pods(self) -> Iterable[Pod]:
+        return (b.pod for b in self.state.bindings())
+
+
+def _rfc3339(seconds: float) -> str:
+    """A pod start time from epoch seconds, as RFC 3339."""
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

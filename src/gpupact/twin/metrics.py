@@ -1,0 +1,190 @@
+"""What the twin measures, and the summary the report and `-o json` print.
+
+Series are sampled every scenario step; pod-level facts (time to GPU, usage intervals) are
+exact at event times. Percentiles are nearest-rank on the recorded values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in 0..100); None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def finite(value: float | None) -> float | None:
+    """JSON has no infinity: an unbounded wait is reported as None."""
+    if value is None or math.isinf(value) or math.isnan(value):
+        return None
+    return round(value, 3)
+
+
+@dataclass
+class PendingSample:
+    workload_class: str
+    seconds: float
+    owner: str
+    censored: bool = False  # still Pending when the run ended
+
+
+@dataclass
+class Usage:
+    pod: str
+    namespace: str
+    tenant: str
+    service: str | None
+    job: str | None
+    model: str | None
+    workload_class: str
+    owner: str | None
+    cost_center: str | None
+    pool: str
+    gpu_model: str
+    gpus: float
+    start: float  # epoch seconds
+    end: float | None
+    restarts: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "pod": self.pod,
+            "namespace": self.namespace,
+            "tenant": self.tenant,
+            "service": self.service,
+            "job": self.job,
+            "model": self.model,
+            "workloadClass": self.workload_class,
+            "owner": self.owner,
+            "costCenter": self.cost_center,
+            "pool": self.pool,
+            "gpuModel": self.gpu_model,
+            "gpus": self.gpus,
+            "start": self.start,
+            "end": self.end,
+            "restarts": self.restarts,
+        }
+
+
+@dataclass
+class Recorder:
+    times: list[float] = field(default_factory=list)
+    services: dict[str, dict[str, list[Any]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(list))
+    )
+    pools: dict[str, dict[str, list[Any]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(list))
+    )
+    pending: list[PendingSample] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    preemptions: Counter[str] = field(default_factory=Counter)  # by victim class
+    preemptions_by_preemptor: Counter[str] = field(default_factory=Counter)
+    incomplete_gang_gpu_s: float = 0.0
+    quota_blocked: set[str] = field(default_factory=set)  # workloads Kueue held for quota
+    usage: list[Usage] = field(default_factory=list)
+
+    def event(self, t: float, kind: str, subject: str, text: str) -> None:
+        self.events.append({"t": round(t, 3), "kind": kind, "subject": subject, "text": text})
+
+    def sample_service(self, name: str, **values: Any) -> None:
+        series = self.services[name]
+        for key, value in values.items():
+            series[key].append(value)
+
+    def sample_pool(self, name: str, **values: Any) -> None:
+        series = self.pools[name]
+        for key, value in values.items():
+            series[key].append(value)
+
+
+def _class_pending(samples: Iterable[PendingSample]) -> dict[str, dict[str, Any]]:
+    by_class: dict[str, list[PendingSample]] = defaultdict(list)
+    for s in samples:
+        by_class[s.workload_class].append(s)
+    out = {}
+    for klass, items in sorted(by_class.items()):
+        values = [s.seconds for s in items]
+        out[klass] = {
+            "pods": len(items),
+            "stillPending": sum(1 for s in items if s.censored),
+            "p50": finite(percentile(values, 50)),
+            "p99": finite(percentile(values, 99)),
+            "max": finite(max(values)),
+        }
+    return out
+
+
+def summarize(
+    rec: Recorder, *, duration: float, slos: dict[str, float], promises: dict[str, float]
+) -> dict[str, Any]:
+    """The run in numbers: per class, per service, per pool, per tenant."""
+    services = {}
+    for name, s in sorted(rec.services.items()):
+        p99 = [v for v in s["ttftP99"] if v is not None]
+        slo = slos.get(name)
+        over = sum(1 for v in s["ttftP99"] if v is None or (slo is not None and v > slo))
+        services[name] = {
+            "ttftP50": finite(percentile([v for v in s["ttftP50"] if v is not None], 50)),
+            "ttftP99Worst": finite(max(p99)) if len(p99) == len(s["ttftP99"]) and p99 else None,
+            "ttftSlo": slo,
+            "sloBreachedShare": round(over / len(s["ttftP99"]), 4) if s["ttftP99"] else 0.0,
+            "peakDesired": max(s["desired"], default=0),
+            "peakReady": max(s["ready"], default=0),
+            "peakQueue": round(max(s["queue"], default=0.0), 1),
+        }
+    pools = {}
+    for name, p in sorted(rec.pools.items()):
+        cap = p["gpus"]
+        alloc = p["allocated"]
+        busy = p["busy"]
+        total_cap = sum(cap)
+        pools[name] = {
+            "peakNodes": max(p["nodes"], default=0),
+            "meanAllocation": round(sum(alloc) / total_cap, 4) if total_cap else 0.0,
+            "meanBusy": round(sum(busy) / total_cap, 4) if total_cap else 0.0,
+        }
+    cap_all = sum(sum(p["gpus"]) for p in rec.pools.values())
+    alloc_all = sum(sum(p["allocated"]) for p in rec.pools.values())
+    busy_all = sum(sum(p["busy"]) for p in rec.pools.values())
+    tenants: dict[str, float] = defaultdict(float)
+    end = None
+    for u in rec.usage:
+        stop = u.end if u.end is not None else u.start  # filled by the simulation at the end
+        tenants[u.tenant] += u.gpus * (stop - u.start) / 3600
+        end = stop if end is None else max(end, stop)
+    time_to_gpu = _class_pending(rec.pending)
+    promises_kept = {}
+    for klass, limit in sorted(promises.items()):
+        stats = time_to_gpu.get(klass)
+        if stats is None:
+            continue
+        p99 = stats["p99"]
+        promises_kept[klass] = {
+            "maxQueueWait": limit,
+            "p99": p99,
+            "kept": p99 is not None and p99 <= limit and stats["stillPending"] == 0,
+        }
+    return {
+        "durationSeconds": duration,
+        "timeToGpu": time_to_gpu,
+        "promises": promises_kept,
+        "services": services,
+        "pools": pools,
+        "cluster": {
+            "meanAllocation": round(alloc_all / cap_all, 4) if cap_all else 0.0,
+            "meanBusy": round(busy_all / cap_all, 4) if cap_all else 0.0,
+        },
+        "preemptions": dict(sorted(rec.preemptions.items())),
+        "incompleteGangGpuHours": round(rec.incomplete_gang_gpu_s / 3600, 3),
+        "quotaBlockedWorkloads": len(rec.quota_blocked),
+        "gpuHoursByTenant": {k: round(v, 2) for k, v in sorted(tenants.items())},
+    }

@@ -1,0 +1,245 @@
+"""A twin scenario: a contract plus `scenario.yaml` — how long, what load, which jobs arrive,
+which faults strike, and how the HPA and the cluster autoscaler are tuned.
+
+```yaml
+apiVersion: gpupact.io/v1alpha1
+kind: Scenario
+metadata: {name: promo-peak}
+contract: contract.yaml            # relative to the scenario file
+start: 2026-11-11T08:00:00+08:00   # t = 0 (cron schedules and pre-warm windows are read in it)
+duration: 12h
+seed: 7
+load:                              # requests per second per service, linear between points
+  - service: cs-agent
+    rps: [{at: 0h, value: 20}, {at: 10h, value: 20}, {at: 11h, value: 140}, {at: 12h, value: 30}]
+jobs:
+  - contract: true                 # the contract's jobs, at their cron schedules
+  - tenant: search                 # and generated arrivals (Poisson, seeded)
+    class: batch
+    perHour: 6
+    pods: 4
+    duration: 40m
+faults:
+  - {at: 9h, kind: device-plugin-lost, pool: gpu-inference, nodes: 1}
+```
+
+Times inside the scenario (`at`) are durations since `start`. Loading checks every field with
+file:line:column errors and that every service, tenant, class and pool named exists in the
+contract.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, Strict, model_validator
+
+from gpupact.contract.loader import (
+    ContractInvalid,
+    LoadedContract,
+    load_contract,
+    single_document,
+    validate_model,
+)
+from gpupact.contract.schema import (
+    API_VERSION,
+    Count,
+    Duration,
+    Instant,
+    Metadata,
+    Model,
+    Name,
+    Positive,
+)
+from gpupact.errors import FieldError, InputError
+from gpupact.source import Document, read_text
+
+KIND = "Scenario"
+SCENARIO_FILE = "scenario.yaml"
+MAX_DURATION = timedelta(days=31)  # a month of simulated time bounds every run
+MIN_STEP = timedelta(seconds=1)
+
+NonNegative = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]
+Ratio = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+
+
+class Point(Model):
+    at: Duration
+    value: NonNegative | Annotated[int, Strict(), Field(ge=0)]
+
+
+class Load(Model):
+    """A service's request rate (requests per second), linear between the points."""
+
+    service: Name
+    rps: list[Point] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Load:
+        for before, after in zip(self.rps, self.rps[1:], strict=False):
+            if after.at < before.at:
+                raise ValueError("rps points must be in time order")
+        return self
+
+
+class JobArrivals(Model):
+    """Either the contract's jobs at their schedules (`contract: true`), or generated
+    arrivals of one shape at `perHour` (exponential inter-arrival times, seeded)."""
+
+    contract: bool = False
+    name: Name | None = None  # generated jobs are named <name>-<n>; default <tenant>-<class>
+    tenant: Name | None = None
+    workload_class: Name | None = Field(default=None, alias="class")
+    per_hour: NonNegative | None = None
+    pods: Positive = 1
+    gpus_per_pod: Positive = 1
+    duration: Duration = timedelta(hours=1)
+    duration_jitter: Ratio = 0.0  # uniform +/- this fraction of duration
+    start: Duration = timedelta(0)
+    end: Duration | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> JobArrivals:
+        generated = any(v is not None for v in (self.tenant, self.workload_class, self.per_hour))
+        if self.contract == generated:
+            raise ValueError(
+                "give either `contract: true` or a generated shape (tenant, class, perHour)"
+            )
+        if generated and (
+            self.tenant is None or self.workload_class is None or self.per_hour is None
+        ):
+            raise ValueError("generated jobs need tenant, class and perHour")
+        if self.duration <= timedelta(0):
+            raise ValueError("duration must be positive")
+        return self
+
+
+class FaultKind(StrEnum):
+    device_plugin_lost = "device-plugin-lost"  # Ready node, GPU allocatable 0 (43.5)
+    node_down = "node-down"  # NotReady: its pods are lost and recreated elsewhere
+    driver_drift = "driver-drift"  # a node's driver label changes: reported, placement same
+
+
+class Fault(Model):
+    at: Duration
+    kind: FaultKind
+    pool: Name
+    nodes: Positive = 1  # how many of the pool's nodes (the first ones, in creation order)
+    recover_after: Duration | None = None  # device plugin / node back after this long
+
+
+class Hpa(Model):
+    """kube-controller-manager's HPA settings (upstream defaults)."""
+
+    sync_period: Duration = timedelta(seconds=15)
+    tolerance: Ratio = 0.1
+    scale_up_stabilization: Duration = timedelta(0)
+    scale_down_stabilization: Duration = timedelta(minutes=5)
+
+
+class Autoscaler(Model):
+    """Cluster autoscaler / Karpenter settings: how often it looks at unschedulable pods and
+    how long an empty node stays before it is removed."""
+
+    enabled: bool = True
+    scan_interval: Duration = timedelta(seconds=10)
+    scale_down_unneeded: Duration = timedelta(minutes=10)
+
+
+class Scenario(Model):
+    api_version: Literal["gpupact.io/v1alpha1"]
+    kind: Literal["Scenario"]
+    metadata: Metadata
+    contract: str = "contract.yaml"
+    start: Instant
+    duration: Duration
+    step: Duration = timedelta(seconds=10)  # serving-model tick and metric sample
+    seed: Count = 0
+    # false: every pod goes to kube-scheduler one by one, gangs too (no Volcano installed)
+    gang_scheduling: bool = True
+    load: list[Load] = Field(default_factory=list)
+    jobs: list[JobArrivals] = Field(default_factory=list)
+    faults: list[Fault] = Field(default_factory=list)
+    hpa: Hpa = Hpa()
+    autoscaler: Autoscaler = Autoscaler()
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Scenario:
+        if not timedelta(0) < self.duration <= MAX_DURATION:
+            raise ValueError(f"duration must be positive and at most {MAX_DURATION.days}d")
+        if not MIN_STEP <= self.step <= self.duration:
+            raise ValueError("step must be between 1s and the duration")
+        return self
+
+
+@dataclass(frozen=True)
+class LoadedScenario:
+    scenario: Scenario
+    contract: LoadedContract
+    document: Document
+    directory: Path
+
+    @property
+    def name(self) -> str:
+        return self.scenario.metadata.name
+
+    @property
+    def start(self) -> datetime:
+        return self.scenario.start
+
+    def seconds(self, value: timedelta) -> float:
+        return value.total_seconds()
+
+
+def scenario_file(path: str | Path) -> Path:
+    """A scenario directory (holding scenario.yaml) or the file itself."""
+    p = Path(path)
+    return p / SCENARIO_FILE if p.is_dir() else p
+
+
+def load_scenario(path: str | Path) -> LoadedScenario:
+    file = scenario_file(path)
+    if not file.exists():
+        raise InputError(
+            f"no {SCENARIO_FILE} here (a scenario is a directory holding one)", file=str(path)
+        )
+    doc = single_document(read_text(file), str(file), KIND, API_VERSION)
+    scenario = validate_model(Scenario, doc)
+    contract_path = (file.parent / scenario.contract).resolve()
+    if not contract_path.is_file():
+        raise doc.error(FieldError(("contract",), f"contract file {scenario.contract!r} not found"))
+    loaded = load_contract(contract_path)
+    _check_names(scenario, loaded, doc)
+    return LoadedScenario(scenario, loaded, doc, file.parent)
+
+
+def _check_names(scenario: Scenario, loaded: LoadedContract, doc: Document) -> None:
+    contract = loaded.contract
+    services = {s.name for s in contract.services}
+    tenants = {t.name for t in contract.tenants}
+    classes = {c.name for c in contract.classes}
+    pools = {p.name for p in contract.pools}
+    errors: list[InputError] = []
+
+    def need(path: tuple, value: str | None, known: set[str], what: str) -> None:
+        if value is not None and value not in known:
+            choices = ", ".join(sorted(known)) or "none"
+            errors.append(
+                doc.error(
+                    FieldError(path, f"unknown {what} {value!r} (the contract has {choices})")
+                )
+            )
+
+    for i, load in enumerate(scenario.load):
+        need(("load", i, "service"), load.service, services, "service")
+    for i, job in enumerate(scenario.jobs):
+        need(("jobs", i, "tenant"), job.tenant, tenants, "tenant")
+        need(("jobs", i, "class"), job.workload_class, classes, "class")
+    for i, fault in enumerate(scenario.faults):
+        need(("faults", i, "pool"), fault.pool, pools, "pool")
+    if errors:
+        raise ContractInvalid(errors)

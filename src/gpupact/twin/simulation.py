@@ -1,0 +1,910 @@
+"""The discrete-event twin: the contract's cluster run forward in simulated time.
+
+An event heap drives everything with an injected clock (seconds since the scenario's start;
+nothing reads the wall clock). At each instant the due events are applied — job arrivals, pods
+finishing, nodes joining, faults, the periodic controllers (HPA sync, autoscaler scan, the
+serving tick) — and then the cluster reconciles, as its controllers would:
+
+1. Kueue admission cycles (the engine's AdmissionState) admit queued jobs; an admitted job's
+   pods are created with the flavor's node labels (Kueue's podSet injection);
+2. the control plane places pending pods (kube-scheduler semantics, DefaultPreemption with
+   the contract's protection rules, Volcano sessions for gangs);
+3. pods that got a node start: a service replica serves after its image pull and model load,
+   a job pod runs for its duration.
+
+The same seed gives the same run.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import random
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from gpupact.cluster.state import ClusterState
+from gpupact.engine.admission.cycle import CycleResult
+from gpupact.engine.gang import PodGroup
+from gpupact.engine.placement.scheduler import Scheduler
+from gpupact.plan.serving import replica_profile
+from gpupact.twin.autoscaler import Autoscaler
+from gpupact.twin.control import ControlPlane, PodRecord, Preemption
+from gpupact.twin.cron import fire_times
+from gpupact.twin.hpa import HpaController
+from gpupact.twin.metrics import PendingSample, Recorder, Usage, finite, summarize
+from gpupact.twin.scenario import FaultKind, LoadedScenario
+from gpupact.twin.serving import ServiceQueue
+from gpupact.twin.world import (
+    GROUP_ANNOTATION,
+    LWS_GROUP_KEY,
+    JobTemplate,
+    ServiceTemplate,
+    build_world,
+    lws_affinity,
+    rfc3339,
+)
+
+GPU = "nvidia.com/gpu"
+MAX_ADMISSION_CYCLES = 64  # per instant; Kueue runs cycles back to back while heads admit
+DRIVER_LABEL = "nvidia.com/cuda.driver.major"
+DEFAULT_TTFT_SLO = 2.0
+
+
+@dataclass(eq=False)
+class Replica:
+    name: str
+    pods: list[str]
+    created: float
+    ready_at: float | None = None
+
+
+@dataclass(eq=False)
+class ServiceRun:
+    template: ServiceTemplate
+    hpa: HpaController | None
+    queue: ServiceQueue
+    ttft: Callable[[float], float]  # queue wait -> time to first token
+    ttft_p99: Callable[[float], float]
+    slo: float | None
+    replicas: list[Replica] = field(default_factory=list)
+    desired: int = 0
+    counter: int = 0
+
+    def ready(self, now: float) -> list[Replica]:
+        return [r for r in self.replicas if r.ready_at is not None and r.ready_at <= now]
+
+
+@dataclass(eq=False)
+class JobRun:
+    name: str
+    template: JobTemplate
+    submitted: float
+    pods: list[str] = field(default_factory=list)
+    started: float | None = None
+    generation: int = 0
+    done: bool = False
+    workload_key: str | None = None
+    node_selector: dict[str, str] = field(default_factory=dict)
+    restarts: int = 0
+
+
+class Simulation:
+    def __init__(self, loaded: LoadedScenario, *, seed: int | None = None) -> None:
+        self.loaded = loaded
+        scenario = loaded.scenario
+        self.scenario = scenario
+        self.seed = scenario.seed if seed is None else seed
+        self.rng = random.Random(self.seed)
+        self.world = build_world(loaded)
+        self.start = scenario.start
+        self.t0 = scenario.start.timestamp()
+        self.duration = scenario.duration.total_seconds()
+        self.step = scenario.step.total_seconds()
+        self.now = 0.0
+        self.metrics = Recorder()
+        self._events: list[tuple[float, int, str, Any]] = []
+        self._seq = 0
+        self.autoscaler = Autoscaler(
+            list(self.world.pools.values()), enabled=scenario.autoscaler.enabled
+        )
+        nodes = []
+        for name, pool in self.autoscaler.pools.items():
+            count = self.autoscaler.minimum_nodes(name, self._prewarm(name, 0.0))
+            for _ in range(count):
+                nodes.append(pool.template.node(pool.next_index))
+                pool.next_index += 1
+        state = ClusterState.from_nodes(nodes)
+        for row, node in enumerate(nodes):
+            self.autoscaler.pools[node.labels["nodepool"]].rows.append(row)
+        self.state = state
+        self.control = ControlPlane(
+            state,
+            Scheduler(state, seed=self.seed),
+            self.world.protection,
+            self.world.volcano_queues,
+            self.world.priorities,
+            gang_scheduling=scenario.gang_scheduling,
+            t0=self.t0,
+        )
+        self.pool_of_node = {n.name: n.labels["nodepool"] for n in nodes}
+        self.services: dict[str, ServiceRun] = {}
+        for name, template in self.world.services.items():
+            self.services[name] = self._service_run(template)
+        self.jobs: dict[str, JobRun] = {}
+        self.job_counter: dict[str, int] = defaultdict(int)
+        self.rates = {
+            load.service: [(p.at.total_seconds(), float(p.value)) for p in load.rps]
+            for load in scenario.load
+        }
+        self._degraded: set[int] = set()
+        self._dirty = True
+        self._schedule_sources()
+        self._reconcile()  # the services' minimum replicas run from t = 0
+
+    # --- setup --------------------------------------------------------------------------
+
+    def _service_run(self, template: ServiceTemplate) -> ServiceRun:
+        contract = self.world.contract
+        pool = self.world.pools[template.pool].pool
+        slowdown = pool.sharing.replicas if pool.sharing.mode == "timeslice" else 1.0
+        profile = replica_profile(contract, template.service, slowdown=float(slowdown))
+        hpa = None
+        if template.hpa is not None:
+            hpa = HpaController(
+                template.hpa,
+                tolerance=self.scenario.hpa.tolerance,
+                default_down_window=self.scenario.hpa.scale_down_stabilization.total_seconds(),
+            )
+        tokens = template.service.tokens
+        p95_input = tokens.input.p95 if tokens and tokens.input and tokens.input.p95 else None
+        run = ServiceRun(
+            template,
+            hpa,
+            ServiceQueue(profile.max_sequences, profile.service_time_s()),
+            lambda wait: profile.ttft_s(wait),
+            lambda wait: profile.ttft_s(wait, p95_input),
+            ttft_slo(template),
+        )
+        run.desired = template.min_replicas
+        return run
+
+    def _schedule_sources(self) -> None:
+        scenario = self.scenario
+        for t in _range(0.0, self.duration, self.step):
+            self._at(t, "tick")
+        sync = scenario.hpa.sync_period.total_seconds()
+        for t in _range(sync, self.duration, sync):
+            self._at(t, "hpa")
+        scan = scenario.autoscaler.scan_interval.total_seconds()
+        for t in _range(0.0, self.duration, scan):
+            self._at(t, "autoscale")
+        end = self.start + timedelta(seconds=self.duration)
+        for arrivals in scenario.jobs:
+            if arrivals.contract:
+                for job in self.world.contract.jobs:
+                    template = self.world.jobs[job.name]
+                    if job.schedule is None:
+                        self._at(0.0, "job", template.name)
+                        continue
+                    for moment in fire_times(job.schedule, self.start, end):
+                        self._at((moment - self.start).total_seconds(), "job", template.name)
+        for arrivals, name in self.world.generated:
+            if not arrivals.per_hour:
+                continue
+            t = arrivals.start.total_seconds()
+            stop = min(
+                self.duration, arrivals.end.total_seconds() if arrivals.end else self.duration
+            )
+            rate = arrivals.per_hour / 3600
+            while True:
+                t += self.rng.expovariate(rate)
+                if t >= stop:
+                    break
+                jitter = arrivals.duration_jitter
+                factor = 1 + self.rng.uniform(-jitter, jitter) if jitter else 1.0
+                self._at(t, "job", (name, arrivals.duration.total_seconds() * factor))
+        for i, fault in enumerate(scenario.faults):
+            self._at(fault.at.total_seconds(), "fault", i)
+            if fault.recover_after is not None:
+                self._at((fault.at + fault.recover_after).total_seconds(), "recover", i)
+        for pool in self.world.contract.pools:
+            for window in pool.pre_warm:
+                for begin, _finish in self._windows(window, end):
+                    if 0 < begin < self.duration:
+                        self._at(begin, "autoscale")
+        for run in self.services.values():
+            self._scale_service(run, run.desired, 0.0)
+
+    def _windows(self, window: Any, end: Any) -> list[tuple[float, float]]:
+        if window.start is not None:
+            return [
+                (
+                    (window.start - self.start).total_seconds(),
+                    (window.end - self.start).total_seconds(),
+                )
+            ]
+        out = []
+        lookback = self.start - window.duration
+        for moment in fire_times(window.schedule, lookback, end):
+            begin = (moment - self.start).total_seconds()
+            out.append((begin, begin + window.duration.total_seconds()))
+        return out
+
+    def _prewarm(self, pool_name: str, t: float) -> int:
+        pool = self.world.contract.pool(pool_name)
+        end = self.start + timedelta(seconds=max(self.duration, t) + 1)
+        best = 0
+        for window in pool.pre_warm:
+            for begin, finish in self._windows(window, end):
+                if begin <= t < finish:
+                    best = max(best, window.min_nodes)
+        return best
+
+    def _at(self, t: float, kind: str, data: Any = None) -> None:
+        self._seq += 1
+        heapq.heappush(self._events, (t, self._seq, kind, data))
+
+    # --- running --------------------------------------------------------------------------
+
+    def run_until(self, t: float, progress: Callable[[float], None] | None = None) -> None:
+        t = min(t, self.duration)
+        while self._events and self._events[0][0] <= t:
+            now = self._events[0][0]
+            self.now = now
+            while self._events and self._events[0][0] == now:
+                _, _, kind, data = heapq.heappop(self._events)
+                getattr(self, f"_on_{kind}")(data)
+            self._reconcile()
+            if progress is not None:
+                progress(now)
+        self.now = max(self.now, t)
+
+    def run(self, progress: Callable[[float], None] | None = None) -> dict[str, Any]:
+        self.run_until(self.duration, progress)
+        return self.result()
+
+    # --- events ---------------------------------------------------------------------------
+
+    def _on_tick(self, _: Any) -> None:
+        now = self.now
+        dt = self.step
+        for name, run in self.services.items():
+            rps = _rate(self.rates.get(name, ()), now)
+            ready = len(run.ready(now))
+            wait50, wait99 = run.queue.step(rps, ready, dt)
+            self.metrics.sample_service(
+                name,
+                t=now,
+                rps=round(rps, 3),
+                desired=run.desired,
+                ready=ready,
+                pending=sum(1 for r in run.replicas if r.ready_at is None),
+                queue=round(run.queue.queue_length, 2),
+                ttftP50=finite(run.ttft(wait50)),
+                ttftP99=finite(run.ttft_p99(wait99)),
+                utilisation=round(run.queue.utilisation(ready), 4),
+            )
+        self._sample_pools(now)
+        self._integrate_gangs(dt)
+        self.metrics.times.append(now)
+
+    def _sample_pools(self, now: float) -> None:
+        busy_by_pod: dict[str, float] = {}
+        for run in self.services.values():
+            ready = run.ready(now)
+            util = run.queue.utilisation(len(ready))
+            for replica in run.replicas:
+                for key in replica.pods:
+                    busy_by_pod[key] = util if replica in ready else 0.0
+        for name, pool in self.autoscaler.pools.items():
+            per_node = pool.template.pool.gpu.per_node
+            rows = [r for r in pool.rows if r not in self._degraded]
+            allocated = busy = 0.0
+            for row in pool.rows:
+                for b in self.state.pods_on(row):
+                    rec = self.control.bound.get(b.key)
+                    if rec is None:
+                        continue
+                    allocated += rec.gpus
+                    busy += rec.gpus * busy_by_pod.get(b.key, 1.0)
+            self.metrics.sample_pool(
+                name,
+                t=now,
+                nodes=len(pool.rows),
+                provisioning=pool.provisioning,
+                gpus=len(rows) * per_node,
+                allocated=round(allocated, 3),
+                busy=round(busy, 3),
+            )
+
+    def _integrate_gangs(self, dt: float) -> None:
+        by_group: dict[str, list[PodRecord]] = defaultdict(list)
+        for rec in self.control.records():
+            group = rec.pod.annotations.get(GROUP_ANNOTATION)
+            if group:
+                by_group[f"{rec.pod.namespace}/{group}"].append(rec)
+        for key, recs in by_group.items():
+            minimum = self._gang_min.get(key, len(recs))
+            bound = [r for r in recs if r.bound_at is not None]
+            if 0 < len(bound) < minimum:
+                self.metrics.incomplete_gang_gpu_s += sum(r.gpus for r in bound) * dt
+
+    @property
+    def _gang_min(self) -> dict[str, int]:
+        return self.__dict__.setdefault("_gang_min_map", {})
+
+    def _on_hpa(self, _: Any) -> None:
+        now = self.now
+        for name, run in self.services.items():
+            if run.hpa is None:
+                continue
+            ready = run.ready(now)
+            not_ready = len(run.replicas) - len(ready)
+            in_flight = run.queue.in_flight + run.queue.queue_length
+            desired = run.hpa.decide(now, run.desired, len(ready), not_ready, in_flight)
+            if desired != run.desired:
+                self.metrics.event(now, "scale", name, f"HPA {run.desired} -> {desired} replicas")
+                self._scale_service(run, desired, now)
+            del name
+
+    def _on_autoscale(self, _: Any) -> None:
+        now = self.now
+        scaler = self.autoscaler
+        blocked = [
+            r.pod for r in self.control.pending.values() if r.blocked_at == self.control.generation
+        ]
+        for name, count in scaler.wanted(blocked).items():
+            self._order_nodes(name, count, "unschedulable pods")
+        for name, pool in scaler.pools.items():
+            minimum = scaler.minimum_nodes(name, self._prewarm(name, now))
+            short = minimum - len(pool.rows) - pool.provisioning
+            if short > 0:
+                self._order_nodes(name, short, "pool minimum / pre-warm")
+            busy = {row for row in pool.rows if self.state.pods_on(row)}
+            for row in scaler.to_remove(
+                name,
+                now,
+                self.scenario.autoscaler.scale_down_unneeded.total_seconds(),
+                minimum,
+                busy,
+            ):
+                self._remove_node(row, "scale-down: empty")
+
+    def _order_nodes(self, pool_name: str, count: int, why: str) -> None:
+        pool = self.autoscaler.pools[pool_name]
+        pool.provisioning += count
+        ready_in = pool.template.node_ready_s
+        self.metrics.event(
+            self.now,
+            "scale-up",
+            pool_name,
+            f"{count} node(s) ordered ({why}); Ready in {ready_in:.0f}s",
+        )
+        for _ in range(count):
+            self._at(self.now + ready_in, "node_ready", pool_name)
+
+    def _on_node_ready(self, pool_name: str) -> None:
+        pool = self.autoscaler.pools[pool_name]
+        pool.provisioning -= 1
+        node = pool.template.node(pool.next_index)
+        pool.next_index += 1
+        row = self.state.add_node(node)
+        pool.rows.append(row)
+        self.pool_of_node[node.name] = pool_name
+        self.control.capacity_changed()
+        self._dirty = True
+        self.metrics.event(self.now, "node-ready", node.name, f"joined pool {pool_name}")
+
+    def _remove_node(self, row: int, why: str) -> None:
+        name = self.state.node_names[row]
+        pool = self.autoscaler.pools[self.pool_of_node[name]]
+        for rec in self.control.on_node(name):
+            self._lose_pod(rec, f"node {name} gone")
+        self.state.remove_node(row)
+        pool.rows.remove(row)
+        pool.empty_since.pop(row, None)
+        self._degraded.discard(row)
+        self.control.capacity_changed()
+        self._dirty = True
+        self.metrics.event(self.now, "node-removed", name, why)
+
+    def _on_fault(self, index: int) -> None:
+        fault = self.scenario.faults[index]
+        pool = self.autoscaler.pools[fault.pool]
+        rows = [r for r in pool.rows if r not in self._degraded][: fault.nodes]
+        for row in rows:
+            name = self.state.node_names[row]
+            if fault.kind is FaultKind.device_plugin_lost:
+                self.state.set_allocatable(row, pool.template.pool.sharing.resource_name, 0)
+                self._degraded.add(row)
+                self.metrics.event(
+                    self.now, "fault", name, "device plugin lost: Ready, GPU allocatable 0"
+                )
+            elif fault.kind is FaultKind.node_down:
+                self._remove_node(row, "fault: node down")
+            else:
+                node = self.state.nodes[row]
+                labels = {**node.labels, DRIVER_LABEL: "drifted"}
+                from dataclasses import replace as _replace
+
+                self.state.replace_node(row, _replace(node, labels=labels))
+                self.metrics.event(
+                    self.now, "fault", name, "driver drift: driver label differs from the pool"
+                )
+        self._fault_rows = {**getattr(self, "_fault_rows", {}), index: rows}
+        self.control.capacity_changed()
+        self._dirty = True
+
+    def _on_recover(self, index: int) -> None:
+        fault = self.scenario.faults[index]
+        pool = self.autoscaler.pools[fault.pool]
+        for row in getattr(self, "_fault_rows", {}).get(index, []):
+            if (
+                fault.kind is FaultKind.device_plugin_lost
+                and row in self._degraded
+                and row in pool.rows
+            ):
+                self.state.set_allocatable(
+                    row,
+                    pool.template.pool.sharing.resource_name,
+                    pool.template.pool.devices_per_node,
+                )
+                self._degraded.discard(row)
+                self.metrics.event(
+                    self.now, "recovered", self.state.node_names[row], "device plugin back"
+                )
+        self.control.capacity_changed()
+        self._dirty = True
+
+    def _on_job(self, data: Any) -> None:
+        if isinstance(data, tuple):
+            name, duration = data
+        else:
+            name, duration = data, None
+        template = self.world.jobs[name]
+        self.job_counter[name] += 1
+        run_name = f"{name}-{self.job_counter[name]}"
+        run = JobRun(run_name, template, self.now)
+        run.duration = duration if duration is not None else template.duration_s  # type: ignore[attr-defined]
+        self.jobs[run_name] = run
+        if template.kueue_queue:
+            workload = self.world.workload(template, run_name, int(self.now * 1000))
+            self.world.admission.submit(workload)
+            run.workload_key = workload.key
+        else:
+            self._start_job_pods(run)
+        self._dirty = True
+
+    def _on_pod_done(self, data: tuple[str, str, int]) -> None:
+        run_name, key, generation = data
+        run = self.jobs.get(run_name)
+        if run is None or run.generation != generation or run.done:
+            return
+        rec = self.control.remove(key, self.now)
+        if rec is not None:
+            self._close_usage(rec)
+        run.pods.remove(key)
+        if not run.pods:
+            self._finish_job(run)
+        self._dirty = True
+
+    def _on_gang_done(self, data: tuple[str, int]) -> None:
+        run_name, generation = data
+        run = self.jobs.get(run_name)
+        if run is None or run.generation != generation or run.done:
+            return
+        for key in list(run.pods):
+            rec = self.control.remove(key, self.now)
+            if rec is not None:
+                self._close_usage(rec)
+        run.pods = []
+        self._finish_job(run)
+        self._dirty = True
+
+    def _finish_job(self, run: JobRun) -> None:
+        run.done = True
+        if run.workload_key is not None:
+            self.world.admission.finish(run.workload_key)
+        self.metrics.event(
+            self.now, "job-done", run.name, f"finished after {self.now - run.submitted:.0f}s"
+        )
+
+    # --- pods -----------------------------------------------------------------------------
+
+    def _pod_record(
+        self, pod: Any, owner: str, klass: str, tenant: str, gpus: float, group: PodGroup | None
+    ) -> PodRecord:
+        return PodRecord(
+            pod,
+            owner,
+            klass,
+            tenant,
+            gpus,
+            self.now,
+            scheduler=pod.scheduler_name,
+            group=group,
+        )
+
+    def _scale_service(self, run: ServiceRun, desired: int, now: float) -> None:
+        template = run.template
+        while len(run.replicas) < desired:
+            run.counter += 1
+            self._create_replica(run, f"{template.service.name}-{run.counter}")
+        if len(run.replicas) > desired:
+            # ReplicaSet scale-down order: unscheduled first, then not ready, then the newest
+            order = sorted(
+                run.replicas,
+                key=lambda r: (
+                    all(k in self.control.pending for k in r.pods),
+                    r.ready_at is None,
+                    r.created,
+                ),
+                reverse=True,
+            )
+            for replica in order[: len(run.replicas) - desired]:
+                for key in replica.pods:
+                    rec = self.control.remove(key, now)
+                    if rec is not None:
+                        self._finish_pending_sample(rec)
+                        self._close_usage(rec)
+                run.replicas.remove(replica)
+        run.desired = desired
+        self._dirty = True
+
+    def _create_replica(self, run: ServiceRun, name: str) -> None:
+        template = run.template
+        size = template.pods_per_replica
+        group = None
+        labels: dict[str, str] = {}
+        annotations: dict[str, str] = {}
+        patch: dict[str, Any] = {}
+        if size > 1:
+            labels[LWS_GROUP_KEY] = name
+            annotations[GROUP_ANNOTATION] = name
+            group = PodGroup(
+                name=name,
+                namespace=template.pod.namespace,
+                queue=self._service_queue(template),
+                min_member=size,
+                priority_class_name=template.pod.template["spec"].get("priorityClassName", ""),
+            )
+            self._gang_min[f"{template.pod.namespace}/{name}"] = size
+            if template.exclusive_topology:
+                affinity = dict(template.pod.template["spec"].get("affinity", {}))
+                affinity.update(lws_affinity(name, template.exclusive_topology))
+                patch["affinity"] = affinity
+        keys = []
+        for i in range(size):
+            pod = template.pod.make(
+                f"{name}-{i}" if size > 1 else name,
+                created=rfc3339(self.start, self.now),
+                labels=labels,
+                annotations=annotations,
+                spec_patch=patch,
+            )
+            rec = self._pod_record(
+                pod, name, template.workload_class, template.tenant, template.gpus_per_pod, group
+            )
+            self.control.submit(rec)
+            keys.append(pod.key)
+        run.replicas.append(Replica(name, keys, self.now))
+
+    def _service_queue(self, template: ServiceTemplate) -> str:
+        for obj in self.world.bundle.of_kind("PodGroup"):
+            if obj["metadata"]["name"] == template.service.name:
+                return obj["spec"].get("queue", "default")
+        return "default"
+
+    def _start_job_pods(self, run: JobRun) -> None:
+        template = run.template
+        group = None
+        annotations: dict[str, str] = {}
+        if template.min_member > 1:
+            annotations[GROUP_ANNOTATION] = run.name
+            group = PodGroup(
+                name=run.name,
+                namespace=template.pod.namespace,
+                queue=template.volcano_queue or "default",
+                min_member=template.min_member,
+                priority_class_name=template.pod.template["spec"].get("priorityClassName", ""),
+            )
+            self._gang_min[f"{template.pod.namespace}/{run.name}"] = template.min_member
+        run.pods = []
+        run.started = None
+        for i in range(template.pods):
+            pod = template.pod.make(
+                f"{run.name}-{i}-r{run.restarts}" if run.restarts else f"{run.name}-{i}",
+                created=rfc3339(self.start, self.now),
+                annotations=annotations,
+                node_selector=run.node_selector,
+            )
+            self.control.submit(
+                self._pod_record(
+                    pod,
+                    run.name,
+                    template.workload_class,
+                    template.tenant,
+                    template.gpus_per_pod,
+                    group,
+                )
+            )
+            run.pods.append(pod.key)
+
+    def _lose_pod(self, rec: PodRecord, why: str) -> None:
+        """A bound pod is gone (preempted, its node lost): its owner reacts as upstream's
+        controllers do — a Deployment or LWS group recreates, a Job replaces the pod, a
+        Volcano gang restarts whole (policy PodEvicted: RestartJob)."""
+        self.control.remove(rec.key, self.now)
+        self._close_usage(rec)
+        owner = rec.owner
+        for run in self.services.values():
+            for replica in run.replicas:
+                if replica.name == owner:
+                    for key in replica.pods:
+                        other = self.control.remove(key, self.now)
+                        if other is not None:
+                            self._close_usage(other)
+                            self._finish_pending_sample(other)
+                    run.replicas.remove(replica)
+                    run.counter += 1
+                    self._create_replica(run, f"{run.template.service.name}-{run.counter}")
+                    return
+        job = self.jobs.get(owner)
+        if job is None or job.done:
+            return
+        job.generation += 1
+        job.restarts += 1
+        for key in list(job.pods):
+            other = self.control.remove(key, self.now)
+            if other is not None:
+                self._close_usage(other)
+                self._finish_pending_sample(other)
+        self._start_job_pods(job)
+        self.metrics.event(self.now, "restart", job.name, f"restarted: {why}")
+
+    # --- reconcile ------------------------------------------------------------------------
+
+    def _reconcile(self) -> None:
+        if not self._dirty:
+            return
+        self._dirty = False
+        self._admit()
+        placed, preempted = self.control.schedule(self.now)
+        for p in preempted:
+            self._preempted(p)
+        if preempted:
+            more, again = self.control.schedule(self.now)
+            placed.extend(more)
+            for p in again:
+                self._preempted(p)
+        for rec in placed:
+            self._started(rec)
+
+    def _admit(self) -> None:
+        admission = self.world.admission
+        for _ in range(MAX_ADMISSION_CYCLES):
+            result: CycleResult = admission.schedule_cycle(int(self.now * 1000))
+            for head in result.left_pending:
+                reason = getattr(head, "reason", "") or ""
+                if "quota" in reason.lower() or "insufficient" in reason.lower():
+                    self.metrics.quota_blocked.add(head.key)
+            for victim in result.preempted:
+                self._evict_workload(victim.key, victim.reason)
+            for admitted in result.admitted:
+                self._admitted(admitted)
+            if not result.admitted and not result.preempted:
+                break
+
+    def _admitted(self, admitted: Any) -> None:
+        run = next((j for j in self.jobs.values() if j.workload_key == admitted.key), None)
+        if run is None:
+            return
+        labels: dict[str, str] = {}
+        for flavors in admitted.flavors.values():
+            for flavor in flavors.values():
+                labels.update(self.world.flavor_labels.get(flavor, {}))
+        run.node_selector = labels
+        self.metrics.event(
+            self.now, "admitted", run.name, f"Kueue admitted into {admitted.cluster_queue}"
+        )
+        self._start_job_pods(run)
+
+    def _evict_workload(self, key: str, reason: str) -> None:
+        run = next((j for j in self.jobs.values() if j.workload_key == key), None)
+        if run is None:
+            return
+        for k in list(run.pods):
+            rec = self.control.remove(k, self.now)
+            if rec is not None:
+                self._close_usage(rec)
+                self._finish_pending_sample(rec)
+                self.metrics.preemptions[rec.workload_class] += 1
+        run.pods = []
+        run.generation += 1
+        run.started = None
+        self.world.admission.complete_eviction(key)
+        self.metrics.event(
+            self.now, "preempted", run.name, f"Kueue evicted the workload ({reason})"
+        )
+
+    def _preempted(self, p: Preemption) -> None:
+        self.metrics.preemptions[p.victim.workload_class] += 1
+        self.metrics.preemptions_by_preemptor[p.preemptor.workload_class] += 1
+        self.metrics.event(
+            self.now,
+            "preempted",
+            p.victim.key,
+            f"evicted on {p.node} for {p.preemptor.key} ({p.preemptor.workload_class})",
+        )
+        self._lose_pod(p.victim, "preempted")
+
+    def _started(self, rec: PodRecord) -> None:
+        self.metrics.pending.append(
+            PendingSample(rec.workload_class, rec.bound_at - rec.created, rec.owner)
+        )  # type: ignore[operator]
+        for run in self.services.values():
+            for replica in run.replicas:
+                if replica.name == rec.owner and all(k in self.control.bound for k in replica.pods):
+                    last = max(self.control.bound[k].bound_at for k in replica.pods)  # type: ignore[type-var]
+                    # replicas placed at t = 0 were serving before the scenario began
+                    warm = replica.created == 0.0 and last == 0.0
+                    replica.ready_at = last if warm else last + run.template.pod_start_s
+                    return
+        job = self.jobs.get(rec.owner)
+        if job is None:
+            return
+        template = job.template
+        duration = getattr(job, "duration", template.duration_s)
+        if template.min_member > 1:
+            bound = sum(1 for k in job.pods if k in self.control.bound)
+            if job.started is None and bound >= template.min_member:
+                job.started = self.now
+                self._at(self.now + duration, "gang_done", (job.name, job.generation))
+        else:
+            self._at(self.now + duration, "pod_done", (job.name, rec.key, job.generation))
+
+    def _finish_pending_sample(self, rec: PodRecord) -> None:
+        """A pod removed before it got a node still waited: count it (censored)."""
+        if rec.bound_at is None:
+            self.metrics.pending.append(
+                PendingSample(rec.workload_class, self.now - rec.created, rec.owner, censored=True)
+            )
+
+    def _close_usage(self, rec: PodRecord) -> None:
+        if rec.bound_at is None:
+            return
+        self.metrics.usage.append(self._usage(rec, self.t0 + self.now))
+
+    def _usage(self, rec: PodRecord, end: float | None) -> Usage:
+        contract = self.world.contract
+        pool_name = self.pool_of_node.get(rec.node or "", "")
+        pool = self.world.pools[pool_name].pool if pool_name else None
+        service = self.world.services.get(rec.owner.rsplit("-", 1)[0])
+        job = self.jobs.get(rec.owner)
+        tenant = contract.tenant(rec.tenant) if rec.tenant else None
+        model = service.service.model.name if service and service.service.model else None
+        return Usage(
+            rec.pod.name,
+            rec.pod.namespace,
+            rec.tenant,
+            service.service.name if service else None,
+            job.template.name if job else None,
+            model,
+            rec.workload_class,
+            (service.service.owner if service else None) or (tenant.owner if tenant else None),
+            (service.service.cost_center if service else None)
+            or (tenant.cost_center if tenant else None),
+            pool_name,
+            pool.gpu.model if pool else "",
+            rec.gpus,
+            self.t0 + rec.bound_at,  # type: ignore[operator]
+            end,
+            rec.restarts,
+        )
+
+    # --- results --------------------------------------------------------------------------
+
+    def usage_records(self) -> list[dict[str, Any]]:
+        running = [self._usage(r, None) for r in self.control.bound.values()]
+        return [u.as_dict() for u in [*self.metrics.usage, *running]]
+
+    def pending_durations(self) -> list[tuple[str, float]]:
+        return [(s.workload_class, s.seconds) for s in self.metrics.pending if not s.censored]
+
+    def backends(self) -> list[dict[str, Any]]:
+        out = []
+        now = self.now
+        for name, run in self.services.items():
+            template = run.template
+            pending = [k for r in run.replicas for k in r.pods if k in self.control.pending]
+            reason = next(
+                (self.control.pending[k].reason for k in pending if self.control.pending[k].reason),
+                "",
+            )
+            series = self.metrics.services.get(name, {})
+            p99 = series.get("ttftP99", [None])[-1] if series else None
+            pool = self.world.pools[template.pool]
+            out.append(
+                {
+                    "service": name,
+                    "model": template.service.model.name if template.service.model else None,
+                    "tenant": template.tenant,
+                    "pool": template.pool,
+                    "desired": run.desired,
+                    "ready": len(run.ready(now)),
+                    "pending": len(pending),
+                    "pendingReason": reason or None,
+                    "queueLength": round(run.queue.queue_length, 2),
+                    "kvCacheUse": round(run.queue.utilisation(len(run.ready(now))), 4),
+                    "healthy": bool(run.ready(now)),
+                    "coldStartSeconds": pool.node_ready_s + template.pod_start_s
+                    if pending
+                    else template.pod_start_s,
+                    "ttftP99Seconds": p99,
+                }
+            )
+        return out
+
+    def result(self) -> dict[str, Any]:
+        for rec in self.control.pending.values():
+            self.metrics.pending.append(
+                PendingSample(rec.workload_class, self.now - rec.created, rec.owner, censored=True)
+            )
+        end = self.t0 + self.now
+        for rec in self.control.bound.values():
+            self.metrics.usage.append(self._usage(rec, end))
+        contract = self.world.contract
+        promises = {
+            k.name: k.max_queue_wait.total_seconds()
+            for k in contract.classes
+            if k.max_queue_wait is not None
+        }
+        slos = {name: run.slo for name, run in self.services.items() if run.slo is not None}
+        summary = summarize(self.metrics, duration=self.duration, slos=slos, promises=promises)
+        return {
+            "scenario": self.loaded.name,
+            "contract": contract.metadata.name,
+            "seed": self.seed,
+            "start": self.start.isoformat(),
+            "summary": summary,
+            "series": {
+                "t": self.metrics.times,
+                "services": {k: dict(v) for k, v in self.metrics.services.items()},
+                "pools": {k: dict(v) for k, v in self.metrics.pools.items()},
+            },
+            "timeToGpu": [
+                {"class": s.workload_class, "seconds": round(s.seconds, 3), "censored": s.censored}
+                for s in self.metrics.pending
+            ],
+            "events": self.metrics.events,
+        }
+
+
+def ttft_slo(template: ServiceTemplate) -> float | None:
+    """The service's TTFT objective in seconds: its `ttftSlo`, else DEFAULT_TTFT_SLO for a
+    class whose latency tier is seconds (Table 43-1: online answers within seconds)."""
+    service = template.service
+    if service.ttft_slo is not None:
+        return service.ttft_slo.total_seconds()
+    return DEFAULT_TTFT_SLO if template.latency == "seconds" else None
+
+
+def _rate(points: Any, t: float) -> float:
+    if not points:
+        return 0.0
+    if t <= points[0][0]:
+        return points[0][1]
+    for (t1, v1), (t2, v2) in itertools.pairwise(points):
+        if t1 <= t <= t2:
+            return v1 if t2 == t1 else v1 + (v2 - v1) * (t - t1) / (t2 - t1)
+    return points[-1][1]
+
+
+def _range(start: float, stop: float, step: float) -> list[float]:
+    n = math.floor((stop - start) / step + 1e-9)
+    return [start + i * step for i in range(n + 1) if start + i * step < stop]
