@@ -73,6 +73,11 @@ class PodRecord:
     blocked_at: int = -1  # cluster generation at which it was last found unschedulable
     restarts: int = 0
     reason: str = ""  # the last refusal, for reports
+    waiting_since: float | None = None  # when its work was submitted (a job queued in Kueue)
+
+    @property
+    def wait_start(self) -> float:
+        return self.created if self.waiting_since is None else self.waiting_since
 
     @property
     def key(self) -> str:

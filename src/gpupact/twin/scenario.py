@@ -36,7 +36,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, Strict, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
 from gpupact.contract.loader import (
     ContractInvalid,
@@ -63,13 +63,23 @@ SCENARIO_FILE = "scenario.yaml"
 MAX_DURATION = timedelta(days=31)  # a month of simulated time bounds every run
 MIN_STEP = timedelta(seconds=1)
 
-NonNegative = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]
-Ratio = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+
+def _number(value: object) -> float:
+    """A plain YAML number (int or float; not a boolean, not a string)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"expected a number, got {value!r}")
+    if isinstance(value, int) and abs(value) > 10**15:
+        raise ValueError(f"number out of range: {value}")
+    return float(value)
+
+
+NonNegative = Annotated[float, BeforeValidator(_number), Field(ge=0, allow_inf_nan=False)]
+Ratio = Annotated[float, BeforeValidator(_number), Field(ge=0, le=1, allow_inf_nan=False)]
 
 
 class Point(Model):
     at: Duration
-    value: NonNegative | Annotated[int, Strict(), Field(ge=0)]
+    value: NonNegative
 
 
 class Load(Model):

@@ -91,6 +91,7 @@ class JobRun:
     workload_key: str | None = None
     node_selector: dict[str, str] = field(default_factory=dict)
     restarts: int = 0
+    waiting_since: float = 0.0  # submitted, or last restarted / evicted
 
 
 class Simulation:
@@ -469,7 +470,7 @@ class Simulation:
         template = self.world.jobs[name]
         self.job_counter[name] += 1
         run_name = f"{name}-{self.job_counter[name]}"
-        run = JobRun(run_name, template, self.now)
+        run = JobRun(run_name, template, self.now, waiting_since=self.now)
         run.duration = duration if duration is not None else template.duration_s  # type: ignore[attr-defined]
         self.jobs[run_name] = run
         if template.kueue_queue:
@@ -623,16 +624,16 @@ class Simulation:
                 annotations=annotations,
                 node_selector=run.node_selector,
             )
-            self.control.submit(
-                self._pod_record(
-                    pod,
-                    run.name,
-                    template.workload_class,
-                    template.tenant,
-                    template.gpus_per_pod,
-                    group,
-                )
+            record = self._pod_record(
+                pod,
+                run.name,
+                template.workload_class,
+                template.tenant,
+                template.gpus_per_pod,
+                group,
             )
+            record.waiting_since = run.waiting_since  # time to GPU counts from submission
+            self.control.submit(record)
             run.pods.append(pod.key)
 
     def _lose_pod(self, rec: PodRecord, why: str) -> None:
@@ -659,6 +660,7 @@ class Simulation:
             return
         job.generation += 1
         job.restarts += 1
+        job.waiting_since = self.now
         for key in list(job.pods):
             other = self.control.remove(key, self.now)
             if other is not None:
@@ -727,6 +729,7 @@ class Simulation:
         run.pods = []
         run.generation += 1
         run.started = None
+        run.waiting_since = self.now
         self.world.admission.complete_eviction(key)
         self.metrics.event(
             self.now, "preempted", run.name, f"Kueue evicted the workload ({reason})"
@@ -745,7 +748,7 @@ class Simulation:
 
     def _started(self, rec: PodRecord) -> None:
         self.metrics.pending.append(
-            PendingSample(rec.workload_class, rec.bound_at - rec.created, rec.owner)
+            PendingSample(rec.workload_class, rec.bound_at - rec.wait_start, rec.owner)
         )  # type: ignore[operator]
         for run in self.services.values():
             for replica in run.replicas:
@@ -772,7 +775,9 @@ class Simulation:
         """A pod removed before it got a node still waited: count it (censored)."""
         if rec.bound_at is None:
             self.metrics.pending.append(
-                PendingSample(rec.workload_class, self.now - rec.created, rec.owner, censored=True)
+                PendingSample(
+                    rec.workload_class, self.now - rec.wait_start, rec.owner, censored=True
+                )
             )
 
     def _close_usage(self, rec: PodRecord) -> None:
@@ -851,9 +856,20 @@ class Simulation:
         return out
 
     def result(self) -> dict[str, Any]:
+        for run in self.jobs.values():
+            if not run.done and not run.pods:  # still queued in Kueue: no pods yet
+                sample = PendingSample(
+                    run.template.workload_class,
+                    self.now - run.waiting_since,
+                    run.name,
+                    censored=True,
+                )
+                self.metrics.pending.extend([sample] * run.template.pods)
         for rec in self.control.pending.values():
             self.metrics.pending.append(
-                PendingSample(rec.workload_class, self.now - rec.created, rec.owner, censored=True)
+                PendingSample(
+                    rec.workload_class, self.now - rec.wait_start, rec.owner, censored=True
+                )
             )
         end = self.t0 + self.now
         for rec in self.control.bound.values():

@@ -1,0 +1,145 @@
+"""`gpupact simulate SCENARIO_DIR`: run the twin, print the summary, write report.html."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from gpupact.cli.main import EXIT_FINDINGS, EXIT_OK, Output, app, stderr, stdout, user_errors
+from gpupact.cli.render import emit
+from gpupact.errors import InputError
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "∞"
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def _table(results: list[dict[str, Any]]) -> Table:
+    table = Table(title="gpupact twin", show_lines=False)
+    table.add_column("")
+    for r in results:
+        table.add_column(r["scenario"], justify="right")
+    rows: dict[str, list[str]] = {}
+
+    def put(label: str, index: int, value: str) -> None:
+        rows.setdefault(label, [""] * len(results))[index] = value
+
+    for i, r in enumerate(results):
+        s = r["summary"]
+        for klass, stats in s["timeToGpu"].items():
+            promise = s["promises"].get(klass)
+            mark = "" if promise is None else (" ok" if promise["kept"] else " BROKEN")
+            put(
+                f"time to GPU P50/P99 · {klass}",
+                i,
+                f"{_duration(stats['p50'])} / {_duration(stats['p99'])}{mark}",
+            )
+        for name, svc in s["services"].items():
+            put(f"TTFT P99 worst · {name}", i, _duration(svc["ttftP99Worst"]))
+            put(f"TTFT over SLO · {name}", i, f"{svc['sloBreachedShare'] * 100:.1f}% of time")
+            put(
+                f"replicas peak ready/desired · {name}",
+                i,
+                f"{svc['peakReady']}/{svc['peakDesired']}",
+            )
+        put(
+            "GPU allocation / busy (mean)",
+            i,
+            f"{s['cluster']['meanAllocation'] * 100:.0f}% / {s['cluster']['meanBusy'] * 100:.0f}%",
+        )
+        put("preemptions", i, ", ".join(f"{k} {v}" for k, v in s["preemptions"].items()) or "0")
+        put("GPU-h held by incomplete gangs", i, f"{s['incompleteGangGpuHours']:.1f}")
+        put("workloads blocked by quota", i, str(s["quotaBlockedWorkloads"]))
+        for tenant, hours in s["gpuHoursByTenant"].items():
+            put(f"GPU-hours · {tenant}", i, f"{hours:,.1f}")
+    for label, values in rows.items():
+        table.add_row(label, *values)
+    return table
+
+
+def _write(path: Path, text: str) -> None:
+    """Whole or not at all: a temporary file beside the target, then an atomic rename."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise InputError(f"cannot write the report: {err.strerror}", file=str(path)) from None
+
+
+@app.command()
+@user_errors
+def simulate(
+    scenario: Path = typer.Argument(
+        ..., help="A scenario directory (scenario.yaml + contract), or a directory of variants."
+    ),
+    output: Output = typer.Option(Output.text, "-o", "--output", help="Summary format."),
+    report: Path = typer.Option(
+        Path("report.html"), "--report", help="Where to write the HTML report ('-' for none)."
+    ),
+    seed: int | None = typer.Option(None, "--seed", help="Override the scenarios' seed."),
+    full: bool = typer.Option(
+        False,
+        "--full",
+        help="With -o json|yaml: the time series and every event, not only the summary.",
+    ),
+    strict: bool = typer.Option(
+        False, "--strict", help="Exit 1 when a class's time-to-GPU promise is broken."
+    ),
+) -> None:
+    """Run the contract's cluster forward in simulated time and report what breaks at the peak."""
+    from gpupact.twin.report.html import render
+    from gpupact.twin.run import load_all
+    from gpupact.twin.run import simulate as run_one
+
+    loaded = load_all(scenario)
+    results = []
+    show = stderr.is_terminal
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        console=stderr,
+        disable=not show,
+        transient=True,
+    ) as bar:
+        for item in loaded:
+            task = bar.add_task(
+                f"simulating {item.name}", total=item.scenario.duration.total_seconds()
+            )
+            results.append(
+                run_one(
+                    item, seed=seed, progress=lambda t, task=task: bar.update(task, completed=t)
+                )
+            )
+    if str(report) != "-":
+        _write(report, render(results, f"gpupact twin: {scenario.resolve().name}"))
+    if output is Output.text:
+        stdout.print(_table(results))
+        if str(report) != "-":
+            stdout.print(f"report: {report}", markup=False, highlight=False)
+    else:
+        data = (
+            results
+            if full
+            else [
+                {k: r[k] for k in ("scenario", "contract", "seed", "start", "summary")}
+                for r in results
+            ]
+        )
+        emit(data, output)
+    broken = any(not p["kept"] for r in results for p in r["summary"]["promises"].values())
+    raise typer.Exit(EXIT_FINDINGS if strict and broken else EXIT_OK)

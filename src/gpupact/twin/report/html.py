@@ -1,0 +1,173 @@
+"""The simulation report: one self-contained HTML file (inline CSS and SVG, no script, no
+network), the variants of a scenario side by side."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+from gpupact.twin.report.svg import Series, cdf, line_chart
+
+HOUR = 3600.0
+MAX_EVENTS = 400  # per variant in the timeline table; the JSON output has them all
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd}
+h3{font-size:15px;margin:16px 0 6px}.sub{color:#666;margin:0 0 16px}
+.grid2{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:16px}
+table{border-collapse:collapse;margin:6px 0}td,th{padding:3px 10px;border-bottom:1px solid #eee;text-align:right}
+th:first-child,td:first-child{text-align:left}.bad{color:#b00020;font-weight:600}.good{color:#137333;font-weight:600}
+figure{margin:8px 0}figcaption{font-weight:600;margin-bottom:2px}svg{width:100%;max-width:640px;height:auto}
+.plot{fill:#fafafa;stroke:#ccc}.grid{stroke:#e6e6e6}.axis{stroke:#888}
+.tick,.legend{font-size:10px;fill:#555}.label{font-size:11px;fill:#333}
+.events{max-height:320px;overflow:auto;border:1px solid #eee}.events td{font-size:12px}
+.empty{color:#888}
+"""
+
+
+def _fmt(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "∞"
+    if isinstance(value, float):
+        return f"{value:,.2f}{unit}"
+    return f"{value}{unit}"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "∞"
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 2 * HOUR:
+        return f"{seconds / 60:.1f}m"
+    return f"{seconds / HOUR:.1f}h"
+
+
+def _summary_table(result: dict[str, Any]) -> str:
+    s = result["summary"]
+    rows = []
+    for klass, p in s["promises"].items():
+        ok = "good" if p["kept"] else "bad"
+        rows.append(
+            f"<tr><td>time to GPU · {escape(klass)}</td><td>P99 {_duration(p['p99'])}</td>"
+            f"<td>promise {_duration(p['maxQueueWait'])}</td>"
+            f"<td class='{ok}'>{'kept' if p['kept'] else 'broken'}</td></tr>"
+        )
+    for name, svc in s["services"].items():
+        breached = svc["sloBreachedShare"] > 0.01
+        rows.append(
+            f"<tr><td>TTFT P99 · {escape(name)}</td><td>worst {_duration(svc['ttftP99Worst'])}</td>"
+            f"<td>SLO {_duration(svc['ttftSlo'])}</td><td class='{'bad' if breached else 'good'}'>"
+            f"{svc['sloBreachedShare'] * 100:.1f}% of the time over</td></tr>"
+        )
+    c = s["cluster"]
+    rows.append(
+        f"<tr><td>GPU allocation (mean)</td><td>{c['meanAllocation'] * 100:.1f}%</td>"
+        f"<td>busy {c['meanBusy'] * 100:.1f}%</td><td></td></tr>"
+    )
+    rows.append(
+        f"<tr><td>preemptions</td><td>{sum(s['preemptions'].values())}</td>"
+        f"<td>{escape(', '.join(f'{k} {v}' for k, v in s['preemptions'].items()) or '-')}</td><td></td></tr>"
+    )
+    rows.append(
+        f"<tr><td>GPU-hours held by incomplete gangs</td><td>{s['incompleteGangGpuHours']:.1f}</td><td></td><td></td></tr>"
+    )
+    rows.append(
+        f"<tr><td>workloads blocked by quota</td><td>{s['quotaBlockedWorkloads']}</td><td></td><td></td></tr>"
+    )
+    tenants = ", ".join(f"{k} {v:,.1f}" for k, v in s["gpuHoursByTenant"].items())
+    rows.append(f"<tr><td>GPU-hours by tenant</td><td colspan='3'>{escape(tenants)}</td></tr>")
+    return "<table>" + "".join(rows) + "</table>"
+
+
+def _charts(result: dict[str, Any]) -> str:
+    series = result["series"]
+    t = series["t"]
+    out = []
+    by_class: dict[str, list[float]] = {}
+    for sample in result["timeToGpu"]:
+        by_class.setdefault(sample["class"], []).append(max(sample["seconds"], 0.1))
+    cdfs = []
+    for klass, values in sorted(by_class.items()):
+        xs, ys = cdf(values)
+        cdfs.append(Series(klass, ys, xs))
+    # CDF: y = seconds (log), x = share of pods
+    out.append(
+        line_chart(
+            "Time to GPU (Pending duration) by class — CDF",
+            cdfs,
+            x_label="share of pods",
+            y_label="seconds (log)",
+            log_y=True,
+        )
+    )
+    pools = []
+    for name, p in series["pools"].items():
+        pools.append(Series(f"{name} allocated", p["t"], p["allocated"], step=True))
+        pools.append(Series(f"{name} capacity", p["t"], p["gpus"], dashed=True, step=True))
+    out.append(
+        line_chart("GPU allocation by pool", pools, x_label="hours", y_label="GPUs", x_scale=HOUR)
+    )
+    for name, svc in series["services"].items():
+        slo = result["summary"]["services"].get(name, {}).get("ttftSlo")
+        lines = [Series(f"{name} TTFT P99", svc["t"], svc["ttftP99"])]
+        if slo is not None:
+            lines.append(Series("SLO", [svc["t"][0], svc["t"][-1]], [slo, slo], dashed=True))
+        out.append(
+            line_chart(
+                f"TTFT P99 over time — {name}",
+                lines,
+                x_label="hours",
+                y_label="seconds (log)",
+                x_scale=HOUR,
+                log_y=True,
+            )
+        )
+        out.append(
+            line_chart(
+                f"Replicas desired vs ready — {name}",
+                [
+                    Series("desired", svc["t"], svc["desired"], step=True),
+                    Series("ready", svc["t"], svc["ready"], step=True),
+                    Series("requests/s ÷ 10", svc["t"], [r / 10 for r in svc["rps"]], dashed=True),
+                ],
+                x_label="hours",
+                y_label="replicas",
+                x_scale=HOUR,
+            )
+        )
+    del t
+    return "".join(out)
+
+
+def _events(result: dict[str, Any]) -> str:
+    rows = []
+    for e in result["events"][:MAX_EVENTS]:
+        rows.append(
+            f"<tr><td>{e['t'] / HOUR:.2f}h</td><td>{escape(e['kind'])}</td>"
+            f"<td>{escape(e['subject'])}</td><td style='text-align:left'>{escape(e['text'])}</td></tr>"
+        )
+    more = len(result["events"]) - MAX_EVENTS
+    tail = f"<p class='sub'>… {more} more in the JSON output</p>" if more > 0 else ""
+    return "<div class='events'><table>" + "".join(rows) + "</table></div>" + tail
+
+
+def render(results: Sequence[dict[str, Any]], title: str) -> str:
+    columns = []
+    for result in results:
+        columns.append(
+            "<section>"
+            f"<h2>{escape(result['scenario'])} <span class='sub'>(contract {escape(result['contract'])}, seed {result['seed']})</span></h2>"
+            f"{_summary_table(result)}{_charts(result)}<h3>Timeline</h3>{_events(result)}"
+            "</section>"
+        )
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<meta name='viewport' content='width=device-width,initial-scale=1'><title>{escape(title)}</title>"
+        f"<style>{CSS}</style></head><body>"
+        f"<h1>{escape(title)}</h1><p class='sub'>gpupact twin — which work gets which GPUs within how long, "
+        "and what breaks at the peak. Times are since the scenario's start.</p>"
+        f"<div class='grid2'>{''.join(columns)}</div></body></html>"
+    )
