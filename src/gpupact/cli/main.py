@@ -113,6 +113,7 @@ def root(
 
 def _register() -> None:
     # imported for their side effect of adding commands to `app`
+    import gpupact.cli.plan  # noqa: F401
     from gpupact.cli import audit, check, compile, diagnose, fit  # noqa: F401
 
 
