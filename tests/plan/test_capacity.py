@@ -80,6 +80,13 @@ def test_declared_tensor_parallelism_too_small_is_a_finding() -> None:
     assert "needs at least 4" in plan.findings[0].message
 
 
+def test_a_declared_tensor_parallelism_that_cannot_split_the_heads_is_a_finding() -> None:
+    c = contract({"model": {"name": "qwen2.5-7b", "params": "7B"}, "tensorParallel": 8})
+    plan = plan_service(c, "chat")  # 28 heads
+    assert plan.tp == 8 and "tp-invalid" in [f.code for f in plan.findings]
+    assert "valid: 1, 2, 4" in plan.findings[0].message
+
+
 def test_a_tight_ttft_slo_raises_tensor_parallelism() -> None:
     long = {"input_tokens": TokenStats(8000, 30000), "context": 32768, "quantization": FP8}
     loose = plan_workload(workload(**long))

@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from gpupact.plan.replica import ReplicaEstimate, choose_tp, estimate_replica
+from gpupact.plan.replica import ReplicaEstimate, choose_tp, estimate_replica, tp_candidates
 from gpupact.plan.serving import ReplicaProfile, profile_of
 from gpupact.plan.workload import Workload
 
@@ -189,6 +189,15 @@ def _fit_findings(
 ) -> list[Finding]:
     w, m = workload, replica.memory
     out = []
+    if replica.tp not in tp_candidates(w):
+        out.append(
+            Finding(
+                "tp-invalid",
+                f"tensor parallelism {replica.tp} is not a power of two up to {w.gpus_per_node} "
+                f"GPUs per node dividing {w.model.name}'s {w.model.heads} attention heads "
+                f"(valid: {', '.join(map(str, tp_candidates(w)))})",
+            )
+        )
     if min_tp is None:
         out.append(
             Finding(

@@ -48,9 +48,9 @@ CATALOGUE: dict[str, GpuModel] = {
     for g in (
         GpuModel("a10g", 24 * GB, 70.0, None, 600 * GB, *_PCIE4,
                  aliases=("nvidia-a10g",)),
-        GpuModel("l4", 24 * GB, 121.0, 242.0, 300 * GB, *_PCIE4,
+        GpuModel("l4", 24 * GB, 121.0, 242.5, 300 * GB, *_PCIE4,
                  aliases=("nvidia-l4",)),
-        GpuModel("l40s", 48 * GB, 181.0, 362.0, 864 * GB, *_PCIE4,
+        GpuModel("l40s", 48 * GB, 362.05, 733.0, 864 * GB, *_PCIE4,
                  aliases=("nvidia-l40s",)),
         GpuModel("a100-40gb", 40 * GB, 312.0, None, 1555 * GB, *_NVLINK_A100,
                  aliases=("a100-40g", "a100", "nvidia-a100-sxm4-40gb", "nvidia-a100-pcie-40gb")),
