@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from plan_helpers import acme, contract
@@ -18,6 +19,7 @@ from gpupact.plan.capacity import (
     wait_quantile,
 )
 from gpupact.plan.planner import plan_contract, plan_service
+from gpupact.plan.prewarm import PrewarmSchedule
 from gpupact.plan.replica import choose_tp, tp_candidates
 from gpupact.plan.standalone import standalone_workload
 from gpupact.plan.workload import TokenStats, Workload
@@ -199,3 +201,28 @@ def test_time_sliced_and_unknown_gpus_are_assumptions() -> None:
     notes = " ".join(plan.workload.assumptions)
     assert "not in the catalogue" in notes and "time-sliced" in notes
     assert plan.workload.slowdown == 2.0 and plan.workload.gpu_memory == 48 * 2**30
+
+
+def test_prewarm_windows_start_scaling_one_lead_early() -> None:
+    plan = plan_contract(acme())
+    by_name = {w.window: w for w in plan.prewarm}
+    assert set(by_name) == {"double-eleven", "month-end"}
+    fixed, monthly = by_name["double-eleven"], by_name["month-end"]
+    # gpu-burst has no planned service: its declared phases, 4m + 2m + 30s + 3m + 4m
+    assert fixed.lead_s == monthly.lead_s == 810
+    assert fixed.scale_at == datetime(2026, 11, 9, 23, 46, 30, tzinfo=timezone(timedelta(hours=8)))
+    assert monthly.scale_at is None and monthly.scale_schedule == "46 17 28 * *"
+
+
+@pytest.mark.parametrize(
+    ("schedule", "lead_s", "shifted"),
+    [
+        ("0 18 28 * *", 60, "59 17 28 * *"),
+        ("30 9 * * 1-5", 1801, "59 8 * * 1-5"),  # rounded up to whole minutes
+        ("5 0 * * *", 600, None),  # would move to the previous day
+        ("*/15 8 * * *", 60, None),  # not a single minute
+    ],
+)
+def test_recurring_prewarm_cron_shift(schedule: str, lead_s: float, shifted: str | None) -> None:
+    window = PrewarmSchedule("p", "w", lead_s, 1, None, schedule)
+    assert window.scale_schedule == shifted

@@ -33,6 +33,8 @@ def test_acme_text() -> None:
     assert "327,680 B/token" in out  # Llama-3.1-70B fp16 KV
     assert "start scaling 13m30s before the peak" in out
     assert "not in the catalogue" in out  # qwen2.5-14b is approximated, and says so
+    assert "start scaling at 2026-11-09T23:46:30+08:00" in out  # double-eleven, 13m30s early
+    assert "start scaling at cron '46 17 28 * *'" in out
     assert out.rstrip().endswith("plan acme: ok")
 
 
@@ -45,6 +47,7 @@ def test_acme_json_and_yaml() -> None:
     assert big["memory"]["tensorParallel"] == 4 and big["memory"]["minTensorParallel"] == 2
     assert big["prewarm"]["leadSeconds"] == 810
     assert big["capacity"]["gpus"] == big["capacity"]["replicas"] * 4
+    assert [w["window"] for w in data["prewarm"]] == ["double-eleven", "month-end"]
     code, out, _ = run("-f", ACME, "--service", "cs-agent", "-o", "yaml")
     data = yaml.safe_load(out)
     assert code == 0 and [s["service"] for s in data["services"]] == ["cs-agent"]

@@ -176,6 +176,20 @@ def _render_text(data: dict[str, Any]) -> None:
             f"pool {escape(pool['pool'])}: [{style}]{pool['gpus']}[/] of {pool['maxGpus']} GPUs",
             highlight=False,
         )
+    for w in data.get("prewarm", []):
+        lead = _duration(w["leadSeconds"])
+        if w["scaleAt"]:
+            when = f"start scaling at {w['scaleAt']} ({lead} before {w['start']})"
+        elif w["scaleSchedule"]:
+            when = f"start scaling at cron '{w['scaleSchedule']}' ({lead} before '{w['schedule']}')"
+        else:
+            when = f"start scaling {lead} before each '{w['schedule']}'"
+        stdout.print(
+            f"pool {escape(w['pool'])} pre-warm {escape(w['window'])} "
+            f"({w['minNodes']} node{'' if w['minNodes'] == 1 else 's'}): "
+            f"{escape(when)}",
+            highlight=False,
+        )
     if "contract" in data:
         count = len(data["findings"])
         verdict = f"{count} finding{'s' if count != 1 else ''}" if count else "ok"

@@ -8,6 +8,7 @@ from gpupact.contract.schema import Contract
 from gpupact.errors import InputError
 from gpupact.plan.capacity import Finding, ServicePlan, plan_workload
 from gpupact.plan.from_contract import workload_for_service
+from gpupact.plan.prewarm import PrewarmSchedule, prewarm_schedules
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class ContractPlan:
     contract: str
     services: tuple[ServicePlan, ...]
     pools: tuple[PoolTotal, ...]
+    prewarm: tuple[PrewarmSchedule, ...]
 
     @property
     def findings(self) -> list[tuple[str, Finding]]:
@@ -74,4 +76,5 @@ def plan_contract(
     totals = tuple(
         PoolTotal(name, gpus, contract.pool(name).max_devices) for name, gpus in by_pool.items()
     )
-    return ContractPlan(contract.metadata.name, plans, totals)
+    schedules = tuple(prewarm_schedules(contract, plans))
+    return ContractPlan(contract.metadata.name, plans, totals, schedules)

@@ -29,7 +29,7 @@ def notes(plan: ServicePlan) -> list[str]:
     if r.sequences == MAX_NUM_SEQS:
         out.append(
             f"sequences per replica capped at vLLM's default max_num_seqs ({MAX_NUM_SEQS}); "
-            f"the KV cache holds {r.memory.kv_tokens // max(1, round(r.tokens_per_sequence))}"
+            f"the KV cache would hold {r.memory.kv_tokens // max(1, round(r.tokens_per_sequence))}"
         )
     if w.quantization is Quantization.fp8 and w.gpu.fp8_tflops is None:
         out.append(
@@ -117,6 +117,19 @@ def contract_dict(plan: ContractPlan) -> dict[str, Any]:
         "ok": not plan.findings,
         "services": [service_dict(p) for p in plan.services],
         "pools": [{"pool": t.pool, "gpus": t.gpus, "maxGpus": t.max_devices} for t in plan.pools],
+        "prewarm": [
+            {
+                "pool": w.pool,
+                "window": w.window,
+                "minNodes": w.min_nodes,
+                "leadSeconds": _round(w.lead_s, 1),
+                "start": w.start.isoformat() if w.start else None,
+                "scaleAt": w.scale_at.isoformat() if w.scale_at else None,
+                "schedule": w.schedule,
+                "scaleSchedule": w.scale_schedule,
+            }
+            for w in plan.prewarm
+        ],
         "findings": [
             {"subject": subject, "code": f.code, "message": f.message}
             for subject, f in plan.findings
