@@ -41,7 +41,9 @@ def plan_command(
     params: str | None = typer.Option(
         None, "--params", help="Parameters of a model outside the catalogue, e.g. 14B."
     ),
-    quantization: Quantization = typer.Option(Quantization.fp16, "--quantization"),
+    quantization: Quantization = typer.Option(
+        Quantization.fp16, "--quantization", help="Weights format."
+    ),
     kv_cache_dtype: Quantization | None = typer.Option(
         None, "--kv-cache-dtype", help="KV cache format (default: the model's, bf16 if quantised)."
     ),
@@ -52,13 +54,19 @@ def plan_command(
         None, "--concurrency", min=1, help="Requests in flight at the target load."
     ),
     ttft_slo: str | None = typer.Option(None, "--ttft-slo", help="TTFT SLO at p95, e.g. 2s."),
-    input_p50: int | None = typer.Option(None, "--input-p50", min=1),
-    input_p95: int | None = typer.Option(None, "--input-p95", min=1),
-    output_p50: int | None = typer.Option(None, "--output-p50", min=1),
-    output_p95: int | None = typer.Option(None, "--output-p95", min=1),
+    input_p50: int | None = typer.Option(None, "--input-p50", min=1, help="Prompt tokens, median."),
+    input_p95: int | None = typer.Option(
+        None, "--input-p95", min=1, help="Prompt tokens, 95th percentile."
+    ),
+    output_p50: int | None = typer.Option(
+        None, "--output-p50", min=1, help="Completion tokens, median."
+    ),
+    output_p95: int | None = typer.Option(
+        None, "--output-p95", min=1, help="Completion tokens, 95th percentile."
+    ),
     tp: int | None = typer.Option(None, "--tp", min=1, help="Tensor parallelism (default: plan)."),
     headroom: str = typer.Option("20%", "--headroom", help="Capacity kept free."),
-    gpus_per_node: int = typer.Option(8, "--gpus-per-node", min=1),
+    gpus_per_node: int = typer.Option(8, "--gpus-per-node", min=1, help="GPUs of one node."),
     cold_start: str | None = typer.Option(
         None,
         "--cold-start",
