@@ -10,6 +10,7 @@ from plan_helpers import acme, contract
 from gpupact.contract.schema import ModelSpec
 from gpupact.plan.latency import DECODE_BANDWIDTH_EFFICIENCY, PREFILL_MFU
 from gpupact.plan.memory import GIB
+from gpupact.plan.planner import plan_service
 from gpupact.plan.serving import ReplicaProfile, replica_profile
 
 
@@ -55,6 +56,10 @@ def test_a_service_without_a_model_gets_the_default_profile() -> None:
     c = contract({"model": None})
     p = replica_profile(c, c.services[0])
     assert p.max_sequences >= 1
+    workload = plan_service(c, "chat").workload
+    assert any(note.startswith("no model declared") for note in workload.assumptions)
+    # weights fill half of 90% of the H100's 80 GiB: 19.3B bf16 parameters
+    assert workload.model.params == 80 * 2**30 * 9 // 10 // 2 // 2
     assert math.isfinite(p.service_time_s()) and p.service_time_s() > 0
 
 

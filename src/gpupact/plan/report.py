@@ -65,7 +65,7 @@ def service_dict(plan: ServicePlan) -> dict[str, Any]:
             "minTensorParallel": plan.min_tp,
             "weightsBytes": m.weights,
             "usableBytes": m.usable,
-            "utilization": GPU_MEMORY_UTILIZATION,
+            "utilization": float(GPU_MEMORY_UTILIZATION),
             "overheadBytesPerGpu": m.overhead_per_gpu,
             "kvCacheBytes": max(0, m.kv_room),
             "kvBytesPerToken": m.kv_per_token,
