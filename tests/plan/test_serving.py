@@ -10,6 +10,7 @@ from plan_helpers import acme, contract
 from gpupact.contract.schema import ModelSpec
 from gpupact.plan.latency import DECODE_BANDWIDTH_EFFICIENCY, PREFILL_MFU
 from gpupact.plan.memory import GIB
+from gpupact.plan.planner import plan_service
 from gpupact.plan.serving import ReplicaProfile, replica_profile
 
 
@@ -30,7 +31,7 @@ def test_llama_8b_on_h100_by_hand() -> None:
     assert p.mean_output_tokens == pytest.approx(1000)
     params, layers, heads, head_dim = 8_030_261_248, 32, 32, 128
     flops_per_token = 2 * params + layers * heads * 2 * head_dim * 4000
-    assert p.prefill_tokens_per_s == pytest.approx(989e12 * PREFILL_MFU / flops_per_token)
+    assert p.prefill_tokens_per_s == pytest.approx(989.5e12 * PREFILL_MFU / flops_per_token)
     # KV: 80 GiB x 0.9 - 16.06 GB weights - runtime/activations, 131,072 bytes per token
     kv_room = int(80 * GIB * 0.9) - 2 * params
     assert p.max_sequences < 256  # below vLLM's max_num_seqs: KV-bound
@@ -55,6 +56,10 @@ def test_a_service_without_a_model_gets_the_default_profile() -> None:
     c = contract({"model": None})
     p = replica_profile(c, c.services[0])
     assert p.max_sequences >= 1
+    workload = plan_service(c, "chat").workload
+    assert any(note.startswith("no model declared") for note in workload.assumptions)
+    # weights fill half of 90% of the H100's 80 GiB: 19.3B bf16 parameters
+    assert workload.model.params == 80 * 2**30 * 9 // 10 // 2 // 2
     assert math.isfinite(p.service_time_s()) and p.service_time_s() > 0
 
 

@@ -14,6 +14,9 @@ Assumptions the contract forces are recorded on the workload and printed with th
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 from gpupact.contract.schema import Contract, Pool, Quantization, Service
 from gpupact.errors import InputError
 from gpupact.plan.gpus import CATALOGUE as GPUS
@@ -28,7 +31,7 @@ from gpupact.plan.workload import (
     default_kv_dtype,
 )
 
-DEFAULT_WEIGHT_SHARE = 0.5
+DEFAULT_WEIGHT_SHARE = Fraction(1, 2)
 MIG_COMPUTE_SLICES = 7  # A100/H100 MIG: 7 compute slices per GPU
 
 
@@ -63,10 +66,11 @@ def service_model(
 ) -> tuple[ModelArch, Quantization, list[str]]:
     spec = service.model
     if spec is None:
-        params = int(device_memory * tp * GPU_MEMORY_UTILIZATION * DEFAULT_WEIGHT_SHARE) // 2
+        usable = device_memory * tp * GPU_MEMORY_UTILIZATION
+        params = math.floor(usable * DEFAULT_WEIGHT_SHARE / 2)  # bf16: 2 bytes a weight
         note = (
             f"no model declared: planned as a dense bf16 model of {params / 1e9:.1f}B parameters "
-            f"(weights fill {DEFAULT_WEIGHT_SHARE:.0%} of the replica's usable memory)"
+            f"(weights fill {float(DEFAULT_WEIGHT_SHARE):.0%} of the replica's usable memory)"
         )
         return approximate_dense("default", params), Quantization.bf16, [note]
     arch = find_model(spec.name)

@@ -12,14 +12,16 @@ GPUs each is replicated (tp / kv_heads copies), and vLLM replicates an MLA laten
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 from gpupact.contract.schema import Quantization
 from gpupact.plan.models import ModelArch
 
 GIB = 2**30
 # vLLM's default `gpu_memory_utilization`: the share of each GPU the engine may take.
-GPU_MEMORY_UTILIZATION = 0.9
+GPU_MEMORY_UTILIZATION = Fraction(9, 10)  # exact: byte counts stay integers
 # Per GPU, outside the weights and the KV cache: CUDA context, cuBLAS workspaces, NCCL
 # buffers and captured CUDA graphs (vLLM logs 1-3 GiB of "non-torch" plus graph memory).
 RUNTIME_OVERHEAD_BYTES = 2 * GIB
@@ -66,7 +68,7 @@ class ReplicaMemory:
 
     @property
     def usable(self) -> int:
-        return int(self.tp * self.device_memory * GPU_MEMORY_UTILIZATION)
+        return math.floor(self.tp * self.device_memory * GPU_MEMORY_UTILIZATION)
 
     @property
     def kv_room(self) -> int:
