@@ -28,6 +28,7 @@ from gpupact.engine.volcano import PluginOption, Session
 from gpupact.engine.volcano.model import Queue
 from gpupact.kube.objects import Node, Pod
 from gpupact.kube.status import Code
+from gpupact.kube.taints import taint_toleration_filter
 
 VOLCANO = "volcano"
 NANOS = 1_000_000_000
@@ -74,6 +75,7 @@ class PodRecord:
     restarts: int = 0
     reason: str = ""  # the last refusal, for reports
     waiting_since: float | None = None  # when its work was submitted (a job queued in Kueue)
+    shape: tuple = ()  # pods of one shape (template, selector) fit the same nodes
 
     @property
     def wait_start(self) -> float:
@@ -104,7 +106,8 @@ class ControlPlane:
     bound: dict[str, PodRecord] = field(default_factory=dict)
     groups: dict[str, PodGroup] = field(default_factory=dict)
     generation: int = 0  # bumps when capacity may have grown (a pod left, a node changed)
-    _group_generation: int = -1
+    _gang_signature: int | None = None
+    _gang_rows_cache: tuple[tuple, list[int]] | None = None
 
     def __post_init__(self) -> None:
         self.preemption = DefaultPreemption(protection=self.protection)
@@ -142,11 +145,19 @@ class ControlPlane:
         preempted: list[Preemption] = []
         if any(r.scheduler == VOLCANO for r in self.pending.values()):
             placed.extend(self._volcano_session(now))
+        # within one pass, a pod like one that found no node finds none either (placing pods
+        # only takes capacity away; a preemption starts a new pass for its shape)
+        failed: dict[tuple, str] = {}
         for record in sorted(
             (r for r in self.pending.values() if r.scheduler != VOLCANO),
             key=lambda r: (-r.pod.priority, r.created, r.key),
         ):
             if record.blocked_at == self.generation or record.key not in self.pending:
+                continue
+            shape = record.shape
+            if shape in failed:
+                record.reason = failed[shape]
+                record.blocked_at = self.generation
                 continue
             result = self.scheduler.schedule_one(record.pod, bind=False)
             if isinstance(result, Placement):
@@ -155,8 +166,10 @@ class ControlPlane:
                 continue
             record.reason = result.message
             record.blocked_at = self.generation
+            failed[shape] = result.message
             victims = self._preempt(record, now)
             if victims:
+                failed.clear()
                 preempted.extend(victims)
                 retry = self.scheduler.schedule_one(record.pod, bind=False)
                 if isinstance(retry, Placement):
@@ -213,13 +226,22 @@ class ControlPlane:
 
     def _volcano_session(self, now: float) -> list[PodRecord]:
         waiting = [r for r in self.pending.values() if r.scheduler == VOLCANO]
-        if self._group_generation == self.generation and all(
-            r.blocked_at == self.generation for r in waiting
-        ):
-            return []
         state = self.state
-        nodes = [state.nodes[i] for i in range(state.num_nodes) if state.active[i]]
-        bound_pods = [b.pod for b in state.bindings()]
+        rows = self._gang_rows(waiting)
+        # a session can only decide differently if the reachable nodes or the waiting pods
+        # changed since the last one
+        signature = hash(
+            (
+                state.static_version,
+                state.requested[rows].tobytes(),
+                tuple(sorted(r.key for r in waiting)),
+            )
+        )
+        if signature == self._gang_signature:
+            return []
+        self._gang_signature = signature
+        nodes = [state.nodes[i] for i in rows]
+        bound_pods = [b.pod for i in rows for b in state.pods_on(i)]
         live = {r.group.key for r in waiting if r.group} | {
             r.group.key for r in self.bound.values() if r.group
         }
@@ -251,8 +273,25 @@ class ControlPlane:
             if record.key in self.pending:
                 record.blocked_at = self.generation
                 record.reason = "PodGroup: gang cannot be placed whole (minMember not reachable)"
-        self._group_generation = self.generation
         return placed
+
+    def _gang_rows(self, waiting: list[PodRecord]) -> list[int]:
+        """The nodes a waiting gang can reach (node affinity and taints, which neither
+        evicting nor allocating changes), cached per node-set version: Volcano's predicates
+        reject every other node."""
+        state = self.state
+        shapes = _by_shape(waiting)
+        key = (state.static_version, tuple(sorted(r.shape or (r.key,) for r in shapes)))
+        cached = self._gang_rows_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        rows = [
+            i
+            for i in range(state.num_nodes)
+            if state.active[i] and any(_reachable(r.pod, state.nodes[i]) for r in shapes)
+        ]
+        self._gang_rows_cache = (key, rows)
+        return rows
 
     # --- views ---------------------------------------------------------------------------
 
@@ -262,6 +301,22 @@ class ControlPlane:
 
     def on_node(self, node: str) -> list[PodRecord]:
         return [r for r in self.bound.values() if r.node == node]
+
+
+def _by_shape(records: Iterable[PodRecord]) -> list[PodRecord]:
+    """One record per shape."""
+    seen: dict[tuple, PodRecord] = {}
+    for r in records:
+        seen.setdefault(r.shape or (r.key,), r)
+    return list(seen.values())
+
+
+def _reachable(pod: Pod, node: Node) -> bool:
+    """Node affinity and taints allow the pod on the node (resources aside)."""
+    return (
+        pod.required_node_affinity.matches(node.name, node.labels)
+        and taint_toleration_filter(node.taints, pod.tolerations).ok
+    )
 
 
 class _StateCluster:

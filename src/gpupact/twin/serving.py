@@ -23,6 +23,9 @@ def erlang_c(servers: int, offered: float) -> float:
         return 0.0
     if offered >= servers:
         return 1.0
+    if servers - offered > 10 * math.sqrt(offered) + 10:
+        # more than ten standard deviations of spare servers: P(wait) < 1e-20
+        return 0.0
     # Erlang B by its stable recurrence, then C from B
     b = 1.0
     for k in range(1, servers + 1):
@@ -33,11 +36,18 @@ def erlang_c(servers: int, offered: float) -> float:
 
 def wait_quantile(servers: int, rate: float, service_time: float, q: float) -> float:
     """The q-quantile of the waiting time in M/M/c (0 when fewer than 1 - q wait)."""
-    mu = 1.0 / service_time
     offered = rate * service_time
     if offered >= servers:
         return math.inf
-    waits = erlang_c(servers, offered)
+    return _quantile(erlang_c(servers, offered), servers, rate, service_time, q)
+
+
+def _quantile(waits: float, servers: int, rate: float, service_time: float, q: float) -> float:
+    """The q-quantile of M/M/c waiting time given P(wait) (the wait is exponential with
+    rate c*mu - lambda for those who wait)."""
+    if rate * service_time >= servers:
+        return math.inf
+    mu = 1.0 / service_time
     tail = 1.0 - q
     if waits <= tail:
         return 0.0
@@ -74,9 +84,10 @@ class ServiceQueue:
             # the backlog drained within the tick: an ordinary queue again
         self.in_flight = demand
         self.served += rps * dt
+        waits = erlang_c(slots, demand)
         return (
-            wait_quantile(slots, rps, self.service_time_s, 0.5),
-            wait_quantile(slots, rps, self.service_time_s, 0.99),
+            _quantile(waits, slots, rps, self.service_time_s, 0.5),
+            _quantile(waits, slots, rps, self.service_time_s, 0.99),
         )
 
     @property

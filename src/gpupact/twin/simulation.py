@@ -518,7 +518,14 @@ class Simulation:
     # --- pods -----------------------------------------------------------------------------
 
     def _pod_record(
-        self, pod: Any, owner: str, klass: str, tenant: str, gpus: float, group: PodGroup | None
+        self,
+        pod: Any,
+        owner: str,
+        klass: str,
+        tenant: str,
+        gpus: float,
+        group: PodGroup | None,
+        shape: tuple,
     ) -> PodRecord:
         return PodRecord(
             pod,
@@ -529,6 +536,7 @@ class Simulation:
             self.now,
             scheduler=pod.scheduler_name,
             group=group,
+            shape=shape,
         )
 
     def _scale_service(self, run: ServiceRun, desired: int, now: float) -> None:
@@ -589,7 +597,13 @@ class Simulation:
                 spec_patch=patch,
             )
             rec = self._pod_record(
-                pod, name, template.workload_class, template.tenant, template.gpus_per_pod, group
+                pod,
+                name,
+                template.workload_class,
+                template.tenant,
+                template.gpus_per_pod,
+                group,
+                ("service", template.service.name, name if size > 1 else ""),
             )
             self.control.submit(rec)
             keys.append(pod.key)
@@ -631,6 +645,7 @@ class Simulation:
                 template.tenant,
                 template.gpus_per_pod,
                 group,
+                ("job", template.name, tuple(sorted(run.node_selector.items()))),
             )
             record.waiting_since = run.waiting_since  # time to GPU counts from submission
             self.control.submit(record)

@@ -1,0 +1,179 @@
+"""Twin benchmark: 24 simulated hours of a 2,000-GPU cluster with 50 services and ~20,000
+jobs (target: < 60 s wall on 2 cores). Writes the scenario into a temporary directory, runs
+it once, prints wall time, peak RSS and what happened.
+
+    python benchmarks/twin.py [--hours 24] [--services 50] [--jobs 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from gpupact.twin.scenario import load_scenario
+from gpupact.twin.simulation import Simulation
+
+A100 = {"model": "a100-80g", "perNode": 8, "topology": "nvlink-8"}
+
+
+def build(directory: Path, hours: int, services: int, jobs: int) -> Path:
+    tenants = [f"team-{i}" for i in range(10)]
+    contract = {
+        "apiVersion": "gpupact.io/v1alpha1",
+        "kind": "Contract",
+        "metadata": {"name": "bench"},
+        "pools": [
+            {
+                "name": "gpu-inference",
+                "gpu": A100,
+                "nodes": {"min": 60, "max": 100},
+                "classes": ["online-infer"],
+                "coldStart": {
+                    "provision": "4m",
+                    "driver": "2m",
+                    "devicePlugin": "30s",
+                    "imagePull": "2m",
+                    "modelLoad": "3m",
+                },
+            },
+            {
+                "name": "gpu-batch",
+                "gpu": A100,
+                "nodes": {"min": 120, "max": 120},
+                "classes": ["batch"],
+            },
+            {
+                "name": "gpu-train",
+                "gpu": A100,
+                "nodes": {"min": 30, "max": 30},
+                "classes": ["fine-tune"],
+            },
+        ],
+        "classes": [
+            {"name": "online-infer", "pools": ["gpu-inference"]},
+            {"name": "batch", "pools": ["gpu-batch"]},
+            {"name": "fine-tune", "pools": ["gpu-train"]},
+        ],
+        "tenants": [
+            {
+                "name": t,
+                "owner": f"{t}@example.com",
+                "costCenter": f"CC-{i}",
+                "cohort": "all",
+                "quotas": [
+                    {"pool": "gpu-inference", "gpus": 80},
+                    {"pool": "gpu-batch", "gpus": 96},
+                    {"pool": "gpu-train", "gpus": 24},
+                ],
+            }
+            for i, t in enumerate(tenants)
+        ],
+        "services": [
+            {
+                "name": f"svc-{i}",
+                "class": "online-infer",
+                "tenant": tenants[i % len(tenants)],
+                "model": {"name": "llama-3.1-8b-instruct", "params": "8B"},
+                "gpu": {"model": "a100-80g"},
+                "concurrency": 64,
+                "contextLength": 8192,
+                "tokens": {"input": {"p50": 600, "p95": 3000}, "output": {"p50": 200, "p95": 600}},
+                "replicas": {"min": 2, "max": 16},
+                "coldStart": "5m",
+                "priority": "high",
+            }
+            for i in range(services)
+        ],
+    }
+    shapes = [
+        ("batch", 4, 1, "40m"),
+        ("batch", 8, 1, "20m"),
+        ("batch", 2, 2, "1h"),
+        ("fine-tune", 2, 4, "2h"),
+    ]
+    per_hour = jobs / hours
+    weights = [0.45, 0.35, 0.15, 0.05]
+    scenario = {
+        "apiVersion": "gpupact.io/v1alpha1",
+        "kind": "Scenario",
+        "metadata": {"name": "bench"},
+        "start": "2026-11-11T00:00:00Z",
+        "duration": f"{hours}h",
+        "step": "30s",
+        "seed": 1,
+        "load": [
+            {
+                "service": f"svc-{i}",
+                "rps": [
+                    {"at": "0h", "value": 2},
+                    {"at": f"{hours // 2}h", "value": 10 + i % 7},
+                    {"at": f"{hours}h", "value": 2},
+                ],
+            }
+            for i in range(services)
+        ],
+        "jobs": [
+            {
+                "name": f"{klass}-{i}-{t}",
+                "tenant": t,
+                "class": klass,
+                "perHour": round(per_hour * w / len(tenants), 3),
+                "pods": pods,
+                "gpusPerPod": gpus,
+                "duration": d,
+                "durationJitter": 0.3,
+            }
+            for i, ((klass, pods, gpus, d), w) in enumerate(zip(shapes, weights, strict=True))
+            for t in tenants
+        ],
+        "faults": [
+            {
+                "at": f"{hours // 3}h",
+                "kind": "device-plugin-lost",
+                "pool": "gpu-inference",
+                "nodes": 4,
+                "recoverAfter": "1h",
+            }
+        ],
+    }
+    (directory / "contract.yaml").write_text(yaml.safe_dump(contract, sort_keys=False))
+    (directory / "scenario.yaml").write_text(yaml.safe_dump(scenario, sort_keys=False))
+    return directory
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hours", type=int, default=24)
+    parser.add_argument("--services", type=int, default=50)
+    parser.add_argument("--jobs", type=int, default=20_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        loaded = load_scenario(build(Path(tmp), args.hours, args.services, args.jobs))
+        start = time.perf_counter()
+        sim = Simulation(loaded)
+        built = time.perf_counter() - start
+        result = sim.run()
+        wall = time.perf_counter() - start
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    s = result["summary"]
+    pods = sum(c["pods"] for c in s["timeToGpu"].values())
+    print(
+        f"twin: {args.hours} h, {sum(p['peakNodes'] for p in s['pools'].values())} nodes peak "
+        f"(~{8 * 250} GPUs), {args.services} services, {len(sim.jobs)} jobs, {pods} pods placed or waiting"
+    )
+    print(
+        f"wall {wall:.1f} s (setup {built:.1f} s), peak RSS {rss:.0f} MiB, {len(result['events'])} events"
+    )
+    print("time to GPU:", {k: (v["p50"], v["p99"]) for k, v in s["timeToGpu"].items()})
+    print("allocation:", s["cluster"], "preemptions:", s["preemptions"])
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
