@@ -163,13 +163,13 @@ def main() -> None:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     s = result["summary"]
     pods = sum(c["pods"] for c in s["timeToGpu"].values())
+    nodes = sum(p["peakNodes"] for p in s["pools"].values())
     print(
-        f"twin: {args.hours} h, {sum(p['peakNodes'] for p in s['pools'].values())} nodes peak "
-        f"(~{8 * 250} GPUs), {args.services} services, {len(sim.jobs)} jobs, {pods} pods placed or waiting"
+        f"twin: {args.hours} h, {nodes} nodes peak (max 250 x 8 GPUs), {args.services} services, "
+        f"{len(sim.jobs)} jobs, {pods} pods placed or waiting"
     )
-    print(
-        f"wall {wall:.1f} s (setup {built:.1f} s), peak RSS {rss:.0f} MiB, {len(result['events'])} events"
-    )
+    events = len(result["events"])
+    print(f"wall {wall:.1f} s (setup {built:.1f} s), peak RSS {rss:.0f} MiB, {events} events")
     print("time to GPU:", {k: (v["p50"], v["p99"]) for k, v in s["timeToGpu"].items()})
     print("allocation:", s["cluster"], "preemptions:", s["preemptions"])
     sys.stdout.flush()
