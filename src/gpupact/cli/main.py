@@ -113,7 +113,7 @@ def root(
 
 def _register() -> None:
     # imported for their side effect of adding commands to `app`
-    from gpupact.cli import audit, check, compile, diagnose, fit, plan, simulate  # noqa: F401
+    from gpupact.cli import audit, check, compile, diagnose, fit, plan, simulate, sweep  # noqa: F401
 
 
 def main() -> None:

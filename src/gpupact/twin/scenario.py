@@ -171,6 +171,9 @@ class Scenario(Model):
     seed: Count = 0
     # false: every pod goes to kube-scheduler one by one, gangs too (no Volcano installed)
     gang_scheduling: bool = True
+    # kube-scheduler's NodeResourcesFit scoring: spread (LeastAllocated, the default) or
+    # bin-pack (MostAllocated, GPUs weighted in)
+    scoring: Literal["LeastAllocated", "MostAllocated"] = "LeastAllocated"
     load: list[Load] = Field(default_factory=list)
     jobs: list[JobArrivals] = Field(default_factory=list)
     faults: list[Fault] = Field(default_factory=list)

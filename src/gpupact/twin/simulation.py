@@ -30,7 +30,8 @@ from typing import Any
 from gpupact.cluster.state import ClusterState
 from gpupact.engine.admission.cycle import CycleResult
 from gpupact.engine.gang import PodGroup
-from gpupact.engine.placement.scheduler import Scheduler
+from gpupact.engine.placement.scheduler import Profile, Scheduler
+from gpupact.kube.resources_fit import DEFAULT_RESOURCES, ResourceSpec
 from gpupact.plan.serving import replica_profile
 from gpupact.twin.autoscaler import Autoscaler
 from gpupact.twin.control import ControlPlane, PodRecord, Preemption
@@ -125,7 +126,7 @@ class Simulation:
         self.state = state
         self.control = ControlPlane(
             state,
-            Scheduler(state, seed=self.seed),
+            Scheduler(state, scheduler_profile(scenario.scoring), seed=self.seed),
             self.world.protection,
             self.world.volcano_queues,
             self.world.priorities,
@@ -914,6 +915,15 @@ class Simulation:
             ],
             "events": self.metrics.events,
         }
+
+
+def scheduler_profile(scoring: str) -> Profile | str:
+    """The kube-scheduler profile a scenario asks for; GPUs count in MostAllocated's score so
+    bin-packing fills GPU nodes first."""
+    if scoring == "LeastAllocated":
+        return "default"
+    resources = (*DEFAULT_RESOURCES, ResourceSpec(GPU, 1))
+    return Profile.scoring(scoring, resources)
 
 
 def ttft_slo(template: ServiceTemplate) -> float | None:
