@@ -38,7 +38,7 @@ def test_the_examples_load(variant: str) -> None:
         (
             {"jobs": [{"tenant": "lab", "class": "batch"}]},
             "jobs[0]",
-            "need tenant, class and perHour",
+            "give one of",
         ),
         (
             {"jobs": [{"tenant": "ghost", "class": "batch", "perHour": 1}]},

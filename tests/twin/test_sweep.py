@@ -68,7 +68,9 @@ def test_ray_gives_the_same_rows(base: Path) -> None:
 
 
 def test_cli_sweep_json(base: Path) -> None:
-    result = CliRunner().invoke(app, ["sweep", str(base), "--seeds", "1,2", "--workers", "1", "-o", "json"])
+    result = CliRunner().invoke(
+        app, ["sweep", str(base), "--seeds", "1,2", "--workers", "1", "-o", "json"]
+    )
     assert result.exit_code == 0, result.output
     assert '"summary"' in result.output
 

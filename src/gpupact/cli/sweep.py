@@ -37,9 +37,15 @@ def sweep(
         "-p",
         help="NAME or NAME:path=value,... (e.g. binpack:scoring=MostAllocated); repeatable. Default: the scenario as written.",
     ),
-    seeds: str = typer.Option("1-3", "--seeds", help="Seeds to run each policy with: 1-5, 1,3,9 or 7."),
+    seeds: str = typer.Option(
+        "1-3", "--seeds", help="Seeds to run each policy with: 1-5, 1,3,9 or 7."
+    ),
     workers: int = typer.Option(0, "--workers", help="Local processes (0: one per CPU)."),
-    ray: str | None = typer.Option(None, "--ray", help="Run on Ray: 'auto' (an existing cluster), 'local' (start one here) or an address."),
+    ray: str | None = typer.Option(
+        None,
+        "--ray",
+        help="Run on Ray: 'auto' (an existing cluster), 'local' (start one here) or an address.",
+    ),
     output: Output = typer.Option(Output.text, "-o", "--output", help="Result format."),
 ) -> None:
     """Run every policy with every seed on every scenario and compare them."""

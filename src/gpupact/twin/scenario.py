@@ -101,6 +101,8 @@ class JobArrivals(Model):
     arrivals of one shape at `perHour` (exponential inter-arrival times, seeded)."""
 
     contract: bool = False
+    trace: str | None = None  # an openb pod list (CSV), relative to the scenario file
+    time_scale: Annotated[float, BeforeValidator(_number), Field(gt=0, le=1e6)] = 1.0
     name: Name | None = None  # generated jobs are named <name>-<n>; default <tenant>-<class>
     tenant: Name | None = None
     workload_class: Name | None = Field(default=None, alias="class")
@@ -114,15 +116,18 @@ class JobArrivals(Model):
 
     @model_validator(mode="after")
     def _one_form(self) -> JobArrivals:
-        generated = any(v is not None for v in (self.tenant, self.workload_class, self.per_hour))
-        if self.contract == generated:
+        traced = self.trace is not None
+        generated = self.per_hour is not None
+        if sum((self.contract, traced, generated)) != 1:
             raise ValueError(
-                "give either `contract: true` or a generated shape (tenant, class, perHour)"
+                "give one of `contract: true`, a generated shape (tenant, class, perHour) "
+                "or a trace (trace, tenant, class)"
             )
-        if generated and (
-            self.tenant is None or self.workload_class is None or self.per_hour is None
-        ):
-            raise ValueError("generated jobs need tenant, class and perHour")
+        if (generated or traced) and (self.tenant is None or self.workload_class is None):
+            what = "generated" if generated else "traced"
+            raise ValueError(
+                f"{what} jobs need tenant and class" + (" and perHour" if generated else "")
+            )
         if self.duration <= timedelta(0):
             raise ValueError("duration must be positive")
         return self

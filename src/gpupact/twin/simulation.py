@@ -210,6 +210,8 @@ class Simulation:
                 jitter = arrivals.duration_jitter
                 factor = 1 + self.rng.uniform(-jitter, jitter) if jitter else 1.0
                 self._at(t, "job", (name, arrivals.duration.total_seconds() * factor))
+        for t, name, duration in self.world.traced:
+            self._at(t, "job", (name, duration))
         for i, fault in enumerate(scenario.faults):
             self._at(fault.at.total_seconds(), "fault", i)
             if fault.recover_after is not None:

@@ -97,7 +97,9 @@ def tasks(path: str | Path, policies: Sequence[Policy], seeds: Sequence[int]) ->
     return [Task(str(p), policy, seed) for p in paths for policy in policies for seed in seeds]
 
 
-def run_local(items: Sequence[Task], workers: int | None = None, done: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+def run_local(
+    items: Sequence[Task], workers: int | None = None, done: Callable[[], None] | None = None
+) -> list[dict[str, Any]]:
     workers = workers or os.cpu_count() or 1
     if workers == 1:
         out = []
@@ -116,12 +118,19 @@ def run_local(items: Sequence[Task], workers: int | None = None, done: Callable[
         return out
 
 
-def run_ray(items: Sequence[Task], address: str, done: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+def run_ray(
+    items: Sequence[Task], address: str, done: Callable[[], None] | None = None
+) -> list[dict[str, Any]]:
     try:
         import ray
     except ImportError:
         raise InputError("--ray needs Ray: pip install 'gpupact[ray]'") from None
-    ray.init(address=None if address == "local" else address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False)
+    ray.init(
+        address=None if address == "local" else address,
+        ignore_reinit_error=True,
+        include_dashboard=False,
+        log_to_driver=False,
+    )
     remote = ray.remote(run_task)
     refs = [remote.remote(t) for t in items]
     out = []
@@ -134,7 +143,10 @@ def run_ray(items: Sequence[Task], address: str, done: Callable[[], None] | None
 
 METRICS = (
     ("online wait P99 s", lambda s: (s["timeToGpu"].get("online-infer") or {}).get("p99")),
-    ("TTFT>SLO share", lambda s: max((v["sloBreachedShare"] for v in s["services"].values()), default=0.0)),
+    (
+        "TTFT>SLO share",
+        lambda s: max((v["sloBreachedShare"] for v in s["services"].values()), default=0.0),
+    ),
     ("promises kept", lambda s: sum(1 for p in s["promises"].values() if p["kept"])),
     ("GPU alloc", lambda s: s["cluster"]["meanAllocation"]),
     ("preemptions", lambda s: sum(s["preemptions"].values())),
@@ -156,5 +168,12 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "mean": round(statistics.fmean(values), 4) if values else None,
                 "stdev": round(statistics.stdev(values), 4) if len(values) > 1 else 0.0,
             }
-        out.append({"scenario": scenario, "policy": policy, "seeds": [r["seed"] for r in items], "metrics": metrics})
+        out.append(
+            {
+                "scenario": scenario,
+                "policy": policy,
+                "seeds": [r["seed"] for r in items],
+                "metrics": metrics,
+            }
+        )
     return out

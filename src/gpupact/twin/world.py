@@ -38,9 +38,10 @@ from gpupact.engine.preemption.protection import (
     ProtectionRule,
 )
 from gpupact.engine.volcano.model import Queue, parse_queue
-from gpupact.errors import InputError
+from gpupact.errors import FieldError, InputError
 from gpupact.kube.objects import Node, Pod, parse_node, parse_pod
 from gpupact.twin.scenario import JobArrivals, LoadedScenario
+from gpupact.twin.traces.openb import read_pods
 
 CLASS_LABEL = "gpupact.io/class"
 TENANT_LABEL = "gpupact.io/tenant"
@@ -252,6 +253,7 @@ class World:
     volcano_queues: list[Queue]
     protection: Protection
     flavor_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    traced: list[tuple[float, str, float]] = field(default_factory=list)  # (t, job, duration)
 
     def workload(self, job: JobTemplate, name: str, created: int) -> Workload:
         """The Kueue Workload the job controller creates for one run of `job`."""
@@ -282,6 +284,7 @@ def build_world(loaded: LoadedScenario) -> World:
     generated_jobs: list[tuple[JobArrivals, str]] = []
     extra: list[Job] = []
     taken = {j.name for j in contract.jobs} | {s.name for s in contract.services}
+    traced: list[tuple[float, str, float]] = []
     for i, arrivals in enumerate(scenario.jobs):
         if arrivals.contract:
             continue
@@ -289,16 +292,19 @@ def build_world(loaded: LoadedScenario) -> World:
         if name in taken:
             name = f"{name}-{i}"
         taken.add(name)
+        if arrivals.trace is not None:
+            shapes = trace_arrivals(loaded, i, name, scenario.duration.total_seconds())
+            for gpus in sorted({g for _, g, _ in shapes}):
+                extra.append(_job_shape(f"{name}-g{gpus}", arrivals, 1, gpus, 3600))
+            traced.extend((t, f"{name}-g{g}", d) for t, g, d in shapes)
+            continue
         extra.append(
-            Job.model_validate(
-                {
-                    "name": name,
-                    "tenant": arrivals.tenant,
-                    "class": arrivals.workload_class,
-                    "pods": arrivals.pods,
-                    "gpusPerPod": arrivals.gpus_per_pod,
-                    "duration": f"{int(arrivals.duration.total_seconds())}s",
-                }
+            _job_shape(
+                name,
+                arrivals,
+                arrivals.pods,
+                arrivals.gpus_per_pod,
+                int(arrivals.duration.total_seconds()),
             )
         )
         generated_jobs.append((arrivals, name))
@@ -337,7 +343,48 @@ def build_world(loaded: LoadedScenario) -> World:
         queues,
         contract_protection(contract),
         flavor_labels,
+        sorted(traced),
     )
+
+
+def _job_shape(name: str, arrivals: JobArrivals, pods: int, gpus: int, seconds: int) -> Job:
+    return Job.model_validate(
+        {
+            "name": name,
+            "tenant": arrivals.tenant,
+            "class": arrivals.workload_class,
+            "pods": pods,
+            "gpusPerPod": gpus,
+            "duration": f"{seconds}s",
+        }
+    )
+
+
+def trace_arrivals(
+    loaded: LoadedScenario, index: int, name: str, horizon: float
+) -> list[tuple[float, int, float]]:
+    """(arrival, GPUs, run time) of the trace's GPU pods, times since its first creation divided
+    by `timeScale`; a pod sharing a GPU (gpu_milli < 1000) takes a whole one here."""
+    arrivals = loaded.scenario.jobs[index]
+    path = (loaded.directory / arrivals.trace).resolve()  # type: ignore[operator]
+    if not path.is_file():
+        raise loaded.document.error(
+            FieldError(("jobs", index, "trace"), f"trace file {arrivals.trace!r} not found")
+        )
+    pods = [p for p in read_pods(path) if p.gpu_count and p.creation_time is not None]
+    if not pods:
+        return []
+    origin = min(p.creation_time for p in pods)  # type: ignore[type-var]
+    out = []
+    for p in pods:
+        t = (p.creation_time - origin) / arrivals.time_scale  # type: ignore[operator]
+        if t >= horizon:
+            continue
+        begin = p.scheduled_time if p.scheduled_time is not None else p.creation_time
+        end = p.deletion_time if p.deletion_time is not None else begin + horizon
+        run = max(60.0, (end - begin) / arrivals.time_scale)  # type: ignore[operator]
+        out.append((t, p.gpu_count, run))
+    return out
 
 
 def _service_template(
