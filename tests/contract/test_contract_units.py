@@ -14,6 +14,7 @@ from gpupact.contract.units import (
     parse_duration,
     parse_instant,
     parse_millicpu,
+    format_params,
     parse_params,
     parse_percent,
     parse_sharing,
@@ -80,10 +81,26 @@ def test_params():
     assert parse_params("7.5B") == 7_500_000_000
     assert parse_params("350M") == 350 * 10**6
     assert parse_params("1.2T") == 1_200_000_000_000
-    assert parse_params(1000) == 1000
-    for bad in ("70b", "70", "70 B", "0B", "1.5K0", "0.0000000001B", 0, True):
+    for bad in ("70b", "70", "70 B", "0B", "1.5K0", "0.0000000001B", 0, True, 70.0):
         with pytest.raises(ValueError):
             parse_params(bad)
+
+
+def test_params_format_reads_back():
+    for count in (70 * 10**9, 7_500_000_000, 1234, 350 * 10**6, 10**12 + 1000):
+        assert parse_params(format_params(count)) == count
+    assert format_params(14 * 10**9) == "14B"
+
+
+def test_bare_params_are_refused_with_the_unit_to_write():
+    # `params: 70` meant 70B; read as 70 parameters it would pass every memory check
+    with pytest.raises(ValueError, match="write '70B' for 70 billion"):
+        parse_params(70)
+
+
+def test_mig_media_extension_profile_names_the_plugin_resource():
+    # the device plugin replaces '+' (not allowed in a resource name) with '.'
+    assert parse_sharing("mig:1g.5gb+me").resource_name == "nvidia.com/mig-1g.5gb.me"
 
 
 def test_sharing():
