@@ -1,7 +1,11 @@
 """Kueue: a tenant's GPU budget as admission rules (43.3).
 
 Emitted at `kueue.x-k8s.io/v1beta2`, the version the shipped CRDs store (v1beta1 is still
-served, but converting on every read is the API server's work, not ours):
+served, but converting on every read is the API server's work, not ours). Kueue before v0.15
+has no v1beta2: `kueue_api="v1beta1"` (`gpupact compile --kueue-api v1beta1`) writes the same
+objects at v1beta1, where a ClusterQueue names its cohort `spec.cohort` (v1beta2:
+`spec.cohortName`); the other kinds' fields gpupact writes are spelled alike. Cohort objects are
+v1beta1 from Kueue v0.13 on (v1alpha1 before), so a contract with cohorts needs v0.13 or later.
 - ResourceFlavor per pool: `nodeLabels` steer admitted pods to the pool, `nodeTaints` make
   admission check that a workload tolerates the pool. No `tolerations`: Kueue would add them to
   every admitted pod and also count them when matching `nodeTaints`, so any job could enter
@@ -25,10 +29,10 @@ from gpupact.compile.model import Obj
 from gpupact.compile.names import (
     LABEL_TENANT,
     cluster_queue_name,
-    common_labels,
     device_resource,
     is_gang_job,
     namespace_of,
+    platform_labels,
     tenant_classes,
     tenant_labels,
     tenant_queue_name,
@@ -40,7 +44,9 @@ from gpupact.contract.schema import Contract, Pool, Tenant, WorkloadClass
 from gpupact.errors import FieldError
 from gpupact.kube.quantity import format_resource_amount
 
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_VERSIONS = ("v1beta2", "v1beta1")
+KUEUE_API = f"{KUEUE_GROUP}/{KUEUE_VERSIONS[0]}"
 
 
 def resource_flavor(contract: Contract, pool: Pool) -> Obj:
@@ -244,12 +250,27 @@ def local_queues(contract: Contract, tenant: Tenant) -> list[Obj]:
 def _labels(
     contract: Contract, *, klass: str | None = None, pool: str | None = None
 ) -> dict[str, str]:
-    return common_labels(
-        contract, tenant=None, klass=klass, owner=None, cost_center=None, pool=pool
-    )
+    return platform_labels(contract, klass=klass, pool=pool)
 
 
-def compile_kueue(contract: Contract, now: datetime) -> list[Obj]:
+def as_version(obj: Obj, version: str) -> Obj:
+    """`obj` (written at v1beta2) as Kueue's `version` spells it."""
+    if version == KUEUE_VERSIONS[0]:
+        return obj
+    if version != "v1beta1":
+        raise ValueError(f"unknown Kueue API version {version!r}")
+    out = {**obj, "apiVersion": f"{KUEUE_GROUP}/{version}"}
+    if obj["kind"] == "ClusterQueue" and "cohortName" in obj["spec"]:
+        spec = {("cohort" if k == "cohortName" else k): v for k, v in obj["spec"].items()}
+        out["spec"] = spec
+    return out
+
+
+def compile_kueue(contract: Contract, now: datetime, version: str = KUEUE_VERSIONS[0]) -> list[Obj]:
+    return [as_version(obj, version) for obj in _kueue_objects(contract, now)]
+
+
+def _kueue_objects(contract: Contract, now: datetime) -> list[Obj]:
     out = [resource_flavor(contract, p) for p in contract.pools]
     out.extend(cohorts(contract))
     out.extend(workload_priority_classes(contract))

@@ -1,5 +1,10 @@
 """Volcano: Queues, PodGroups for gang services, Volcano Jobs for gang jobs.
 
+A service-wide gang of single-pod replicas (a Deployment) is one PodGroup emitted here. A
+replica of several pods is a LeaderWorkerSet group, and LWS's own Volcano integration creates
+one PodGroup per group (`<lws>-<group index>-<revision>`, minMember = size): core.py only
+names the queue on the LeaderWorkerSet.
+
 Volcano decides how a group of pods starts; Kueue decides whether a tenant still has quota
 (43.3). So the queues are cut where each decision lives:
 - a gang *service* goes to the Volcano Queue of its pool (the chapter's `queue: gpu-inference`),
@@ -30,6 +35,7 @@ from gpupact.compile.names import (
     is_gang_service,
     namespace_of,
     owner_annotations,
+    platform_labels,
     priority_class_name,
     service_priority_class,
     tenant_of,
@@ -50,9 +56,7 @@ def pool_queue(contract: Contract, pool: Pool) -> Obj:
         "kind": "Queue",
         "metadata": {
             "name": pool.name,
-            "labels": common_labels(
-                contract, tenant=None, klass=None, owner=None, cost_center=None, pool=pool.name
-            ),
+            "labels": platform_labels(contract, pool=pool.name),
         },
         "spec": {
             "weight": 1,
@@ -184,6 +188,7 @@ def compile_volcano(contract: Contract, now: datetime) -> list[Obj]:
     for job in gang_jobs:
         by_queue[job.queue or ""].append(job)
     out.extend(job_queue(contract, name, jobs, now) for name, jobs in by_queue.items())
-    out.extend(pod_group(contract, s) for s in gang_services)
+    # LeaderWorkerSet groups (several pods per replica) get one PodGroup each from LWS
+    out.extend(pod_group(contract, s) for s in gang_services if s.pods_per_replica == 1)
     out.extend(volcano_job(contract, j) for j in gang_jobs)
     return out
