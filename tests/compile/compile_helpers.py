@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpupact.compile import Bundle, CompileOptions, NodeClassRef, Obj, compile_contract
+from gpupact.compile import Bundle, CompileOptions, Obj, compile_contract
 from gpupact.contract import load_contract, parse_contract
 from gpupact.contract.schema import Contract
 
