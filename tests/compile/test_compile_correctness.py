@@ -298,3 +298,20 @@ def test_gpupact_audit_finds_no_governance_problem_in_compiled_output(tmp_path: 
     assert [f.code for f in report.findings if f.domain is Domain.governance] == [
         "missing-owner-labels"
     ]
+
+
+# --- values that do not fit their Kubernetes types ----------------------------------------------
+
+
+def test_a_quota_whose_cpu_share_overflows_is_refused_at_the_quota():
+    # lab's jobs on gpu-mig request cpu: the share of the node's 96 cpus for 2^62 devices
+    # is no int64; check reports the same quota as an error (beyond the pool's capacity)
+    from gpupact.contract import check
+
+    contract = varied({"tenants.0.quotas.0.gpus": 2**62})
+    with pytest.raises(FieldError) as err:
+        compile_contract(contract, CompileOptions(now=BEFORE_EXPIRY))
+    assert err.value.path == ("tenants", 0, "quotas", 0, "gpus")
+    assert "its cpu quota" in err.value.message
+    errors = [f.rule for f in check(contract, BEFORE_EXPIRY) if f.severity.value == "error"]
+    assert "quota-exceeds-capacity" in errors

@@ -38,7 +38,7 @@ from gpupact.compile.names import (
     tenant_queue_name,
     utc_text,
 )
-from gpupact.compile.quota import PoolQuota, tenant_quotas
+from gpupact.compile.quota import PoolQuota, quota_amount, tenant_quotas
 from gpupact.contract.keys import ANNOTATION_NEXT_RAISE_EXPIRY, ANNOTATION_QUOTA_RAISES
 from gpupact.contract.schema import Contract, Pool, Tenant, WorkloadClass
 from gpupact.errors import FieldError
@@ -142,7 +142,8 @@ def _resource_group(contract: Contract, tenant: Tenant, quotas: list[PoolQuota])
                 if quota.lending_limit is not None:
                     entry["lendingLimit"] = quota.lending_limit
             elif resource in ("cpu", "memory"):
-                entry = _node_share(contract, pool, resource, quota, pool.name in needed[resource])
+                required = pool.name in needed[resource]
+                entry = _node_share(contract, tenant, pool, resource, quota, required)
             else:
                 entry = {"name": resource, "nominalQuota": 0}
             resources.append(entry)
@@ -173,7 +174,12 @@ def _kueue_job_resources(contract: Contract, tenant: Tenant) -> dict[str, set[st
 
 
 def _node_share(
-    contract: Contract, pool: Pool, resource: str, quota: PoolQuota, required: bool
+    contract: Contract,
+    tenant: Tenant,
+    pool: Pool,
+    resource: str,
+    quota: PoolQuota,
+    required: bool,
 ) -> Obj:
     """cpu/memory quota in proportion to the GPU quota: a tenant holding g of a node's d
     devices gets g/d of its cpu and memory (rounded down). A pool whose node shape is unknown
@@ -191,7 +197,10 @@ def _node_share(
     devices = pool.devices_per_node
 
     def share(gpus: int) -> str:
-        return format_resource_amount(resource, per_node * gpus // devices)
+        amount = quota_amount(
+            contract, tenant, pool.name, per_node * gpus // devices, f"its {resource} quota"
+        )
+        return format_resource_amount(resource, amount)
 
     entry: Obj = {"name": resource, "nominalQuota": share(quota.total)}
     if quota.borrowing_limit is not None:

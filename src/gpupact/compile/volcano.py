@@ -40,7 +40,7 @@ from gpupact.compile.names import (
     service_priority_class,
     tenant_of,
 )
-from gpupact.compile.quota import active_quota
+from gpupact.compile.quota import active_quota, quota_amount
 from gpupact.contract.keys import ANNOTATION_SCHEDULE, LABEL_APP
 from gpupact.contract.schema import Contract, Job, Pool, Service
 from gpupact.kube.quantity import format_resource_amount, resource_amount
@@ -73,7 +73,10 @@ def job_queue(contract: Contract, name: str, jobs: list[Job], now: datetime) -> 
     capability: dict[str, int] = defaultdict(int)
     for pool in contract.pools:
         if pool.name in used:
-            capability[device_resource(pool)] += active_quota(tenant, pool.name, now).total
+            resource = device_resource(pool)
+            total = capability[resource] + active_quota(tenant, pool.name, now).total
+            what = f"the {resource} capability of Volcano queue {name}"
+            capability[resource] = quota_amount(contract, tenant, pool.name, total, what)
     classes = [contract.workload_class(j.workload_class) for j in jobs]
     return {
         "apiVersion": SCHEDULING_API,
