@@ -9,12 +9,12 @@ import pytest
 from gpupact.contract.units import (
     Sharing,
     format_duration,
+    format_params,
     parse_bytes,
     parse_cron,
     parse_duration,
     parse_instant,
     parse_millicpu,
-    format_params,
     parse_params,
     parse_percent,
     parse_sharing,
