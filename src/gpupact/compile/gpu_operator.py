@@ -53,9 +53,10 @@ def device_plugin_config(pool: Pool) -> dict[str, Any] | None:
 
 
 def mig_parted_config(pool: Pool) -> list[dict[str, Any]] | None:
-    """The pool's entry of `mig-configs`: every GPU enabled and cut into the profile, as many
-    instances as the contract counts per GPU. mig-parted refuses a layout the GPU cannot hold
-    (the MIG manager then labels the node `nvidia.com/mig.config.state=failed`)."""
+    """The pool's entry of `mig-configs`: every GPU enabled and cut into as many instances of
+    the profile as it holds (`Pool.devices_per_gpu`, the count every capacity figure uses).
+    mig-parted refuses a layout the GPU cannot hold (the MIG manager then labels the node
+    `nvidia.com/mig.config.state=failed`), e.g. a profile of another GPU model."""
     sharing = pool.sharing
     if sharing.mode != "mig":
         return None
@@ -63,7 +64,7 @@ def mig_parted_config(pool: Pool) -> list[dict[str, Any]] | None:
         {
             "devices": "all",
             "mig-enabled": True,
-            "mig-devices": {sharing.profile: sharing.devices_per_gpu},
+            "mig-devices": {sharing.profile: pool.devices_per_gpu},
         }
     ]
 

@@ -7,7 +7,7 @@ fields it documents as "resolved" are never None. A compiler walks `Contract.poo
 `.classes`, `.tenants`, `.services` and `.jobs` in file order.
 
 Capacity units: a pool's "devices" are what pods request (`nvidia.com/gpu`, or one MIG
-instance): physical GPUs x `Sharing.devices_per_gpu`. Quotas and `gpusPerPod` count devices.
+instance): physical GPUs x `Pool.devices_per_gpu`. Quotas and `gpusPerPod` count devices.
 """
 
 from __future__ import annotations
@@ -334,8 +334,13 @@ class Pool(Model):
         return self
 
     @property
+    def devices_per_gpu(self) -> int:
+        """Devices (MIG instances, time-slice replicas, or 1) one of the pool's GPUs offers."""
+        return self.sharing.devices_per_gpu(self.gpu.memory or 0)
+
+    @property
     def devices_per_node(self) -> int:
-        return self.gpu.per_node * self.sharing.devices_per_gpu
+        return self.gpu.per_node * self.devices_per_gpu
 
     @property
     def max_devices(self) -> int:

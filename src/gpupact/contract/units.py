@@ -181,14 +181,22 @@ class Sharing:
     def shared(self) -> bool:
         return self.mode != "exclusive"
 
-    @property
-    def devices_per_gpu(self) -> int:
-        """Schedulable devices one physical GPU becomes. MIG: 7 compute slices per GPU
-        (A100/H100), so a `<n>g` profile yields 7 // n instances; a simple bound, since the
-        real layout also depends on memory slices."""
-        if self.mode == "mig":
-            return 7 // int(self.profile.split("g", 1)[0])  # type: ignore[union-attr]
-        return self.replicas
+    def devices_per_gpu(self, gpu_memory: int) -> int:
+        """Schedulable devices one physical GPU of `gpu_memory` bytes becomes: time-slice
+        replicas, or MIG instances of the profile. MIG GPUs (A100, H100, H200, H20, B200) have
+        7 compute and 8 memory slices, so `<n>g.<m>gb` fits 7 // n times by compute and
+        8 // (its memory slices) times by memory, a slice being 1/8 of the GPU's memory (1g.10gb
+        on 80 GB: 7; 1g.20gb: 4; 1g.10gb on 40 GB: 4). A media-extension profile (`+me`) takes
+        the GPU's only media engines: one per GPU."""
+        if self.mode != "mig":
+            return self.replicas
+        m = _MIG_PROFILE_RE.match(self.profile)  # type: ignore[arg-type]
+        compute, memory, media = int(m.group(1)), int(m.group(2)), m.group(3)  # type: ignore[union-attr]
+        if media:
+            return 1
+        slice_gb = Fraction(gpu_memory, _GIB * 8) if gpu_memory else Fraction(memory)
+        slices = max(1, round(memory / slice_gb))
+        return max(0, min(7 // compute, 8 // slices))
 
     def device_memory(self, gpu_memory: int) -> int:
         """Memory one pod sees on one device: the MIG slice (its `<n>gb`, read as GiB), or
