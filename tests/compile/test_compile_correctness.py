@@ -274,29 +274,42 @@ def _nodes(bundle) -> list[dict[str, Any]]:
 
 
 def test_gpupact_audit_finds_no_governance_problem_in_compiled_output(tmp_path: Path):
-    from gpupact.contract import load_contract
-    from gpupact.ops.audit import audit
-    from gpupact.ops.cluster import Analysis
-    from gpupact.ops.findings import Domain
-    from gpupact.ops.snapshot_dir import load_snapshot_dir
+    """compile ACME as JSON (each file a v1 List, as `kubectl get -o json` writes), add the
+    nodes the node patches describe, and run `gpupact audit --snapshot` on the files."""
+    from typer.testing import CliRunner
 
+    from gpupact.cli.main import _register, app
+    from gpupact.compile import write_bundle
+
+    _register()
     bundle = compile_acme()
-    items = [e.obj for e in bundle.objects] + _nodes(bundle)
-    (tmp_path / "cluster.json").write_text(json.dumps({"kind": "List", "items": items}))
-    snapshot = load_snapshot_dir(tmp_path)
-    # the audit really read the objects it would flag without labels
-    assert len(snapshot.controllers) >= 3 and len(snapshot.volcano_queue_meta) >= 1
-    contract = load_contract(Path(__file__).resolve().parents[2] / "examples/acme/contract.yaml")
-    report = audit(Analysis(snapshot, now=1_780_000_000, contract=contract.contract))
-    governance = [f for f in report.findings if f.domain is Domain.governance]
-    assert governance == []
-    # and the same audit does flag an object whose labels are gone
-    deploy = next(o for o in items if o["kind"] == "Deployment")
-    deploy["metadata"]["labels"].pop("gpupact.io/cost-centre")
-    (tmp_path / "cluster.json").write_text(json.dumps({"kind": "List", "items": items}))
-    report = audit(Analysis(load_snapshot_dir(tmp_path), now=1_780_000_000))
-    assert [f.code for f in report.findings if f.domain is Domain.governance] == [
-        "missing-owner-labels"
+    out = tmp_path / "out"
+    written = write_bundle(bundle, out, "json")
+    snapshot = tmp_path / "snapshot"
+    snapshot.mkdir()
+    objects = [name for name in written if name[:2].isdigit() and name.endswith(".json")]
+    assert len(objects) == 7  # every target, gpu-operator included
+    for name in objects:
+        (snapshot / name).write_text((out / name).read_text())
+    (snapshot / "nodes.json").write_text(json.dumps({"kind": "List", "items": _nodes(bundle)}))
+
+    def audit_findings() -> list[dict[str, Any]]:
+        result = CliRunner().invoke(
+            app,
+            ["audit", "--snapshot", str(snapshot), "--now", "2026-06-01T00:00:00Z", "-o", "json"],
+        )
+        assert "Traceback" not in result.stdout + result.stderr, result.stderr
+        return json.loads(result.stdout)["findings"]
+
+    assert [f for f in audit_findings() if f["domain"] == "governance"] == []
+    # the same audit does flag a compiled Deployment once its cost centre is gone
+    core = json.loads((snapshot / "40-core.json").read_text())
+    deploy = next(o for o in core["items"] if o["kind"] == "Deployment")
+    del deploy["metadata"]["labels"]["gpupact.io/cost-centre"]
+    (snapshot / "40-core.json").write_text(json.dumps(core))
+    flagged = [f for f in audit_findings() if f["domain"] == "governance"]
+    assert [(f["code"], f["subject"]) for f in flagged] == [
+        ("missing-owner-labels", "Deployment customer-service/cs-agent")
     ]
 
 
