@@ -10,7 +10,7 @@ immutable specs are shared), for what-if simulations.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from gpupact.engine.admission import queues as q
@@ -173,7 +173,7 @@ class AdmissionState:
         self.cohort_specs[spec.name] = spec
         self._rebuild()
         for cq in self.tree.cohorts[spec.name].root().subtree_cluster_queues():
-            self._queue(cq.name).requeue_inadmissible(self._stays_inadmissible)
+            self._queue(cq.name).requeue_inadmissible(self._namespace_gate())
 
     def set_namespace(self, name: str, labels: Mapping[str, str] | None) -> None:
         """A Namespace was created or relabelled (None: deleted). Like Kueue's namespace
@@ -185,7 +185,7 @@ class AdmissionState:
         else:
             self.namespaces[name] = dict(labels)
         for queue in self.queues.values():
-            queue.requeue_inadmissible(self._stays_inadmissible)
+            queue.requeue_inadmissible(self._namespace_gate())
 
     def namespace_problem(self, info: WorkloadInfo) -> tuple[str, str] | None:
         """Kueue's ValidateAdmissibility namespace part: (requeue reason, message) when the
@@ -203,6 +203,11 @@ class AdmissionState:
     def _stays_inadmissible(self, info: WorkloadInfo) -> bool:
         # Kueue moves a parked workload back only if its namespace exists and is selected
         return self.namespace_problem(info) is not None
+
+    def _namespace_gate(self) -> Callable[[WorkloadInfo], bool] | None:
+        """What keeps a parked workload parked on a requeue; nothing while the namespaces
+        are unknown (no per-workload call on the hot path)."""
+        return self._stays_inadmissible if self.namespaces is not None else None
 
     def quota_changed(self, *cluster_queues: str) -> None:
         """Quotas of these ClusterQueues changed (a raise added or expired): rebuild, and like
@@ -234,7 +239,7 @@ class AdmissionState:
         if runtime is None:
             return
         for node in runtime.node.root().subtree_cluster_queues():
-            self._queue(node.name).requeue_inadmissible(self._stays_inadmissible)
+            self._queue(node.name).requeue_inadmissible(self._namespace_gate())
 
     def _queue(self, cluster_queue: str) -> ClusterQueueQueue:
         queue = self.queues.get(cluster_queue)
