@@ -48,9 +48,10 @@ def node_pool(contract: Contract, pool: Pool, node_class: NodeClassRef) -> Obj |
             ("pools", index, "nodes"),
             f"pool {pool.name} has elastic nodes (nodes.max > nodes.min), but Karpenter node "
             f"class {node_class.group}/{node_class.kind} has no GPU instance labels gpupact "
-            f"knows: its NodePool could launch nodes without a {pool.gpu.model} GPU. Use an AWS "
-            f"(karpenter.k8s.aws/EC2NodeClass/...) or Azure (karpenter.azure.com/AKSNodeClass/"
-            f"...) node class, or set nodes.min to nodes.max and provision the nodes yourself",
+            f"knows: its NodePool could launch nodes without the pool's GPU "
+            f"({pool.gpu.model}). Use an AWS (karpenter.k8s.aws/EC2NodeClass/...) or Azure "
+            f"(karpenter.azure.com/AKSNodeClass/...) node class, or set nodes.min to nodes.max "
+            f"and provision the nodes yourself",
         )
     classes = [contract.workload_class(c) for c in pool.classes]
     online = any(not c.preemptible for c in classes)
