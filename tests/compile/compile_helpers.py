@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpupact.compile import Bundle, CompileOptions, NodeClassRef, Obj, compile_contract
+from gpupact.compile import Bundle, CompileOptions, Obj, compile_contract
 from gpupact.contract import load_contract, parse_contract
 from gpupact.contract.schema import Contract
 
@@ -34,8 +34,8 @@ def acme() -> Contract:
     return load_contract(ACME).contract
 
 
-def compile_acme(now: datetime = BEFORE_EXPIRY) -> Bundle:
-    return compile_contract(acme(), CompileOptions(now=now))
+def compile_acme(now: datetime = BEFORE_EXPIRY, **options: Any) -> Bundle:
+    return compile_contract(acme(), CompileOptions(now=now, **options))
 
 
 def find(bundle: Bundle, kind: str, name: str, api: str | None = None) -> Obj:
@@ -59,7 +59,7 @@ def kinds(bundle: Bundle) -> set[str]:
 VARIED: dict[str, Any] = {
     "apiVersion": "gpupact.io/v1alpha1",
     "kind": "Contract",
-    "metadata": {"name": "varied"},
+    "metadata": {"name": "varied", "owner": "Platform <gpu@example.com>", "costCenter": "CC 1"},
     "pools": [
         {
             "name": "gpu-mig",
@@ -161,5 +161,4 @@ def varied(edit: dict[str, Any] | None = None) -> Contract:
 
 
 def compile_varied(edit: dict[str, Any] | None = None, **options: Any) -> Bundle:
-    opts = CompileOptions(now=BEFORE_EXPIRY, node_class=options.get("node_class", NodeClassRef()))
-    return compile_contract(varied(edit), opts)
+    return compile_contract(varied(edit), CompileOptions(now=BEFORE_EXPIRY, **options))

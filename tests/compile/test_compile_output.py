@@ -72,6 +72,7 @@ def test_layout_kustomization_and_marker(tmp_path):
         "30-karpenter.yaml",
         "40-core.yaml",
         "50-leaderworkerset.yaml",
+        "60-gpu-operator.yaml",
     ]
     images = {i["name"] for i in kustomization["images"]}
     assert "registry.invalid/gpupact/cs-agent" in images

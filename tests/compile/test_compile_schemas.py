@@ -38,9 +38,11 @@ def bundles() -> dict[str, Bundle]:
         "acme": compile_acme(),
         "acme-after-expiry": compile_acme(AFTER_EXPIRY),
         "varied": compile_varied(),
-        "varied-gcp": compile_varied(
-            node_class=NodeClassRef("karpenter.k8s.gcp", "GCENodeClass", "gpu")
+        "varied-azure": compile_varied(
+            node_class=NodeClassRef("karpenter.azure.com", "AKSNodeClass", "gpu")
         ),
+        "acme-kueue-v1beta1": compile_acme(kueue_api="v1beta1"),
+        "varied-kueue-v1beta1": compile_varied(kueue_api="v1beta1"),
     }
 
 
@@ -103,7 +105,7 @@ def test_kueue_objects_use_the_storage_version_the_crds_serve():
 
 
 def _broken(kind: str, mutate) -> list[str]:
-    bundle = compile_acme()
+    bundle = compile_varied() if kind == "PodGroup" else compile_acme()  # ACME's gang is LWS's
     obj = copy.deepcopy(next(e.obj for e in bundle.objects if e.obj["kind"] == kind))
     mutate(obj)
     return schema_problems([obj], crd_dir(), KUBERNETES_VERSION).problems

@@ -221,21 +221,42 @@ def test_two_objects_with_one_name_cannot_compile():
 # --- karpenter ------------------------------------------------------------------------------
 
 
-def test_node_pools_only_for_elastic_capacity_and_provider_neutral_requirements():
-    gcp = NodeClassRef.parse("karpenter.k8s.gcp/GCENodeClass/gpu")
-    bundle = compile_varied(node_class=gcp)
+def test_node_pools_only_for_elastic_capacity_with_azure_gpu_requirements():
+    azure = NodeClassRef.parse("karpenter.azure.com/AKSNodeClass/gpu")
+    bundle = compile_varied(node_class=azure)
     names = sorted(n["metadata"]["name"] for n in bundle.of_kind("NodePool"))
     assert names == ["gpu-online", "gpu-train"]  # gpu-mig: min == max, all fixed
     online = find(bundle, "NodePool", "gpu-online")["spec"]
     assert online["template"]["spec"]["nodeClassRef"] == {
-        "group": "karpenter.k8s.gcp",
-        "kind": "GCENodeClass",
+        "group": "karpenter.azure.com",
+        "kind": "AKSNodeClass",
         "name": "gpu",
     }
-    keys = [r["key"] for r in online["template"]["spec"]["requirements"]]
-    assert keys == ["karpenter.sh/capacity-type", "topology.kubernetes.io/zone"]
+    requirements = {
+        r["key"]: (r["operator"], r["values"]) for r in online["template"]["spec"]["requirements"]
+    }
+    assert requirements == {
+        "karpenter.sh/capacity-type": ("In", ["on-demand"]),
+        "topology.kubernetes.io/zone": ("In", ["zone-a", "zone-b"]),
+        # Azure's well-known SKU labels; it names GPUs in capitals and has no memory label
+        "karpenter.azure.com/sku-gpu-manufacturer": ("In", ["nvidia"]),
+        "karpenter.azure.com/sku-gpu-name": ("In", ["H100"]),
+        "karpenter.azure.com/sku-gpu-count": ("In", ["8"]),
+    }
     assert online["limits"] == {"nodes": 2, "nvidia.com/gpu": 16}
     assert online["disruption"]["consolidateAfter"] == "2h"
+
+
+def test_node_class_without_gpu_labels_is_refused_for_elastic_pools():
+    # a GCP (or any other) NodePool could launch nodes without the pool's GPU
+    gcp = NodeClassRef.parse("karpenter.k8s.gcp/GCENodeClass/gpu")
+    with pytest.raises(FieldError) as err:
+        compile_varied(node_class=gcp)
+    assert err.value.path == ("pools", 1, "nodes")
+    assert "karpenter.k8s.gcp/GCENodeClass has no GPU instance labels" in err.value.message
+    # with every pool fixed (min == max) there is no NodePool to refuse
+    fixed = {"pools.1.nodes": {"min": 3, "max": 3}, "pools.2.nodes": {"min": 2, "max": 2}}
+    assert compile_varied(fixed, node_class=gcp).of_kind("NodePool") == []
 
 
 @pytest.mark.parametrize("text", ["a/b", "a//c", "", "a/b/c/d"])
@@ -291,8 +312,10 @@ def _restricted_requirement(obj):
             _drop("PriorityClass", "online-infer-critical"),
             "priorityClassName online-infer-critical",
         ),
-        (_drop("PodGroup", "llm-70b-tp4"), "PodGroup llm-70b-tp4 is not emitted"),
-        (_drop("Queue", "gpu-inference"), "Volcano Queue gpu-inference is not emitted"),
+        (
+            _drop("Queue", "gpu-inference"),
+            "Volcano Queue gpu-inference (annotation scheduling.volcano.sh/queue-name)",
+        ),
         (_drop("ClusterQueue", "finance-gpu"), "ClusterQueue finance-gpu is not emitted"),
         (_drop("LocalQueue", "search-batch"), "LocalQueue search-batch is not emitted"),
         (_drop("ResourceFlavor", "gpu-batch"), "ResourceFlavor gpu-batch is not emitted"),

@@ -16,7 +16,7 @@ DROP = object()
 BASE: dict[str, Any] = {
     "apiVersion": "gpupact.io/v1alpha1",
     "kind": "Contract",
-    "metadata": {"name": "base"},
+    "metadata": {"name": "base", "owner": "platform@example.com", "costCenter": "CC-0"},
     "pools": [
         {
             "name": "gpu-inference",

@@ -95,7 +95,8 @@ def test_now_changes_expiry_findings():
     result = run(str(ACME), "--now", "2027-01-01T00:00:00Z", "-o", "json")
     assert result.exit_code == 1
     rules = [f["rule"] for f in json.loads(result.stdout)["findings"]]
-    assert rules == ["raise-expired"]
+    # without the raise, finance's service at its maximum replicas outgrows its quota
+    assert rules == ["raise-expired", "service-replicas-exceed-quota"]
 
 
 def test_info_findings_do_not_fail(tmp_path):
@@ -237,3 +238,21 @@ def test_default_now_is_read_once_and_works():
     result = run(str(ACME), "-o", "json")
     assert result.exit_code in (0, 1), result.output
     assert json.loads(result.stdout)["now"].endswith("+00:00")
+
+
+def test_check_refuses_what_compile_cannot_write(tmp_path):
+    # a replica of 4 pods is a LeaderWorkerSet group; LWS gangs each group on its own, so a
+    # gang over every replica cannot be compiled: check says so, at the field
+    data = yaml.safe_load(ACME.read_text())
+    data["services"][1]["gang"] = "service"
+    path = tmp_path / "contract.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    result = run(str(path), "--now", NOW, "-o", "json")
+    assert result.exit_code == 1
+    [finding] = json.loads(result.stdout)["findings"]
+    assert (finding["rule"], finding["severity"], finding["path"]) == (
+        "not-compilable",
+        "error",
+        "services[1].gang",
+    )
+    assert finding["line"] is not None and "use gang: replica" in finding["message"]

@@ -290,6 +290,24 @@ CASES = [
         id="job-exceeds-quota/lending-limit-and-raise",
     ),
     pytest.param(
+        "service-replicas-exceed-pool",
+        [("services.0.replicas", {"min": 2, "max": 40})],
+        [("services.0.replicas.max", 4)],
+        id="service-replicas-exceed-pool",
+    ),
+    pytest.param(
+        "service-replicas-exceed-quota",
+        [("services.0.replicas.max", 12)],
+        [("tenants.0.quotas.0.gpus", 12)],
+        id="service-replicas-exceed-quota",
+    ),
+    pytest.param(
+        "missing-owner",
+        [("metadata.owner", DROP)],
+        [("metadata.owner", "platform@example.com")],
+        id="missing-owner/contract",
+    ),
+    pytest.param(
         "missing-owner",
         [("tenants.0.owner", DROP)],
         [
@@ -406,6 +424,26 @@ def test_owner_is_reported_per_subject():
     data = edit(BASE, [("tenants.0.owner", DROP), ("services.0.owner", "svc@example.com")])
     subjects = [f.subject for f in check(load(data).contract, NOW) if f.rule == "missing-owner"]
     assert subjects == ["tenant/team", "job/job", "job/tune"]
+
+
+def test_service_replicas_against_quota_and_pool_severities():
+    # minimum replicas over the tenant's quota: error; only the HPA maximum over it: warning
+    def severity(edits, rule_id):
+        found = [f for f in check(load(edit(BASE, edits)).contract, NOW) if f.rule == rule_id]
+        return [(f.severity.value, f.path) for f in found]
+
+    assert severity([("services.0.replicas.max", 12)], "service-replicas-exceed-quota") == [
+        ("warning", ("services", 0, "replicas", "max"))
+    ]
+    assert severity(
+        [("services.0.replicas", {"min": 9, "max": 9})], "service-replicas-exceed-quota"
+    ) == [("error", ("services", 0, "replicas", "min"))]
+    # two services that each fit the pool but not together: a warning on the pool
+    second = {**BASE["services"][0], "name": "svc2", "replicas": {"min": 1, "max": 20}}
+    assert severity(
+        [("services.0.replicas.max", 20), ("services+", second), ("tenants.0.quotas.0.gpus", 32)],
+        "service-replicas-exceed-pool",
+    ) == [("warning", ("pools", 0, "nodes", "max"))]
 
 
 def test_check_needs_an_aware_now():

@@ -277,3 +277,66 @@ def test_pool_size_is_bounded_so_compiled_quantities_fit_int64():
     assert error.startswith("pools.0: nodes.max - nodes.min (89998) x node.memory is beyond")
     fits = edit(BASE, [("pools.0.nodes.max", 90_000), ("pools.0.node", {"memory": "1Ti"})])
     assert load(fits).contract.pools[0].nodes.max == 90_000
+
+
+def test_counts_compile_writes_fit_their_kubernetes_types():
+    # replicas / parallelism / minMember are int32 in Kubernetes; quotas int64 quantities
+    data = edit(
+        BASE,
+        [
+            ("services.0.replicas", {"min": 2, "max": 2**31}),
+            ("jobs.0.pods", 2**31),
+            ("tenants.1.quotas.0.gpus", 2**63),
+        ],
+    )
+    errors = errors_of(data)
+    assert any(e.startswith("services.0.replicas.max: must be at most 2147483647") for e in errors)
+    assert any(e.startswith("jobs.0.pods: must be at most 2147483647") for e in errors)
+    assert any(
+        e.startswith("tenants.1.quotas.0.gpus: must be at most 9223372036854775807") for e in errors
+    )
+
+
+def test_quota_and_raises_together_fit_an_int64():
+    data = edit(
+        BASE,
+        [
+            ("tenants.1.quotas.0.gpus", 2**62),
+            (
+                "tenants.1.raises",
+                [{"pool": "gpu-batch", "gpus": 2**62, "reason": "r", "expires": "2027-01-01"}],
+            ),
+        ],
+    )
+    [message] = errors_of(data)
+    assert message.startswith("tenants.1: quota and raises on pool gpu-batch add up to")
+
+
+def test_service_wide_gang_fits_one_podgroup():
+    data = edit(
+        BASE,
+        [
+            ("services.0.gang", "service"),
+            ("services.0.tensorParallel", 8),
+            ("services.0.replicas", {"min": 2**30, "max": 2**30}),
+        ],
+    )
+    [message] = errors_of(data)
+    assert message.startswith("services.0.replicas.min: gang: service puts 8589934592 pods")
+    data = edit(
+        BASE,
+        [
+            ("services.0.gang", "service"),
+            ("services.0.replicas", {"min": 4, "max": 4}),
+            ("services.0.resources", {"requests": {"memory": "4Ei"}}),
+        ],
+    )
+    [message] = errors_of(data)
+    assert message.startswith("services.0.resources: memory 4Ei x 4 pods of the gang")
+
+
+def test_service_names_are_dns_1035_labels():
+    # a Service named after it must start with a letter
+    [message] = errors_of(edit(BASE, [("services.0.name", "7b-chat")]))
+    assert message.startswith("services.0.name: must be a DNS-1035 label")
+    assert load(edit(BASE, [("services.0.name", "chat-7b")])).contract.services[0].name == "chat-7b"

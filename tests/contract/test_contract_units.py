@@ -9,6 +9,7 @@ import pytest
 from gpupact.contract.units import (
     Sharing,
     format_duration,
+    format_params,
     parse_bytes,
     parse_cron,
     parse_duration,
@@ -80,21 +81,63 @@ def test_params():
     assert parse_params("7.5B") == 7_500_000_000
     assert parse_params("350M") == 350 * 10**6
     assert parse_params("1.2T") == 1_200_000_000_000
-    assert parse_params(1000) == 1000
-    for bad in ("70b", "70", "70 B", "0B", "1.5K0", "0.0000000001B", 0, True):
+    for bad in ("70b", "70", "70 B", "0B", "1.5K0", "0.0000000001B", 0, True, 70.0):
         with pytest.raises(ValueError):
             parse_params(bad)
+
+
+def test_params_format_reads_back():
+    for count in (70 * 10**9, 7_500_000_000, 1234, 350 * 10**6, 10**12 + 1000):
+        assert parse_params(format_params(count)) == count
+    assert format_params(14 * 10**9) == "14B"
+
+
+def test_bare_params_are_refused_with_the_unit_to_write():
+    # `params: 70` meant 70B; read as 70 parameters it would pass every memory check
+    with pytest.raises(ValueError, match="write '70B' for 70 billion"):
+        parse_params(70)
+
+
+def test_mig_media_extension_profile_names_the_plugin_resource():
+    # the device plugin replaces '+' (not allowed in a resource name) with '.'
+    assert parse_sharing("mig:1g.5gb+me").resource_name == "nvidia.com/mig-1g.5gb.me"
 
 
 def test_sharing():
     assert parse_sharing("exclusive") == Sharing("exclusive")
     mig = parse_sharing("mig:1g.10gb")
-    assert (mig.mode, mig.profile, mig.devices_per_gpu) == ("mig", "1g.10gb", 7)
+    assert (mig.mode, mig.profile, mig.devices_per_gpu(80 * 2**30)) == ("mig", "1g.10gb", 7)
     assert mig.device_memory(80 * 2**30) == 10 * 2**30
     assert mig.resource_name == "nvidia.com/mig-1g.10gb"
-    assert parse_sharing("mig:3g.40gb").devices_per_gpu == 2
+    assert parse_sharing("mig:3g.40gb").devices_per_gpu(80 * 2**30) == 2
     ts = parse_sharing("timeslice:4")
-    assert (ts.devices_per_gpu, ts.device_memory(80), ts.resource_name) == (4, 80, "nvidia.com/gpu")
+    assert (ts.devices_per_gpu(80), ts.device_memory(80), ts.resource_name) == (
+        4,
+        80,
+        "nvidia.com/gpu",
+    )
+
+
+@pytest.mark.parametrize(
+    ("profile", "gib", "instances"),
+    [
+        # NVIDIA's MIG user guide tables (instances of one profile per GPU)
+        ("1g.10gb", 80, 7),  # A100/H100 80GB
+        ("1g.20gb", 80, 4),
+        ("2g.20gb", 80, 3),
+        ("3g.40gb", 80, 2),
+        ("4g.40gb", 80, 1),
+        ("7g.80gb", 80, 1),
+        ("1g.5gb", 40, 7),  # A100 40GB
+        ("1g.10gb", 40, 4),  # mig-parted's example config: all-1g.10gb -> 4
+        ("1g.12gb", 94, 7),  # H100 NVL
+        ("1g.24gb", 94, 4),
+        ("3g.71gb", 141, 2),  # H200
+        ("1g.5gb+me", 40, 1),  # one media-extension instance per GPU
+    ],
+)
+def test_mig_instances_per_gpu_follow_compute_and_memory_slices(profile, gib, instances):
+    assert parse_sharing(f"mig:{profile}").devices_per_gpu(gib * 2**30) == instances
     assert [str(parse_sharing(s)) for s in ("exclusive", "mig:1g.10gb", "timeslice:4")] == [
         "exclusive",
         "mig:1g.10gb",

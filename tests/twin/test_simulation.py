@@ -179,8 +179,19 @@ def test_online_preempts_lower_priority_but_batch_never_enters_the_inference_poo
             {"name": "batch", "pools": ["gpu-shared"]},
         ],
         tenants=[
-            {"name": "shop", "quotas": [{"pool": "gpu-shared", "gpus": 8}]},
-            {"name": "lab", "quotas": [{"pool": "gpu-shared", "gpus": 8}]},
+            # compile labels every object with an owner and a cost centre
+            {
+                "name": "shop",
+                "owner": "shop",
+                "costCenter": "CC-1",
+                "quotas": [{"pool": "gpu-shared", "gpus": 8}],
+            },
+            {
+                "name": "lab",
+                "owner": "lab",
+                "costCenter": "CC-2",
+                "quotas": [{"pool": "gpu-shared", "gpus": 8}],
+            },
         ],
     )
     load = [

@@ -19,7 +19,7 @@ def contract(**overrides: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "apiVersion": "gpupact.io/v1alpha1",
         "kind": "Contract",
-        "metadata": {"name": "twin-test"},
+        "metadata": {"name": "twin-test", "owner": "platform@example.com", "costCenter": "CC-0"},
         "pools": [
             {
                 "name": "gpu-inference",

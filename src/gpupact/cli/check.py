@@ -14,8 +14,8 @@ from rich.markup import escape
 
 from gpupact.cli.main import EXIT_FINDINGS, EXIT_OK, Output, app, stdout, user_errors
 from gpupact.cli.render import emit
-from gpupact.contract import Finding, LoadedContract, Severity, check, load_contract
-from gpupact.errors import InputError
+from gpupact.contract import Contract, Finding, LoadedContract, Severity, check, load_contract
+from gpupact.errors import FieldError, InputError, PathPart
 
 _STYLE = {Severity.error: "bold red", Severity.warning: "yellow", Severity.info: "cyan"}
 
@@ -35,6 +35,8 @@ def check_command(
     moment = parse_now(now)
     loaded = load_contract(path)
     findings = check(loaded.contract, moment)
+    if not any(f.severity is Severity.error for f in findings):
+        findings += compile_refusals(loaded.contract, moment)
     report = check_report(loaded, findings, moment)
     if output is Output.text:
         _render_text(report)
@@ -42,6 +44,26 @@ def check_command(
         emit(report, output)
     failing = any(f.severity is not Severity.info for f in findings)
     raise typer.Exit(EXIT_FINDINGS if failing else EXIT_OK)
+
+
+def compile_refusals(contract: Contract, now: datetime) -> list[Finding]:
+    """What `gpupact compile` (default options) would refuse, as error findings: a contract
+    check passes can always be compiled. Run only when the rules found no error, which
+    already fails the check (and often names the same cause)."""
+    from gpupact.compile import CompileInvalid, CompileOptions, compile_contract
+
+    try:
+        compile_contract(contract, CompileOptions(now=now))
+    except FieldError as err:
+        return [_refusal(err.path, f"contract/{contract.metadata.name}", err.message)]
+    except CompileInvalid as err:
+        return [_refusal((), p.subject, p.message) for p in err.problems]
+    return []
+
+
+def _refusal(path: tuple[PathPart, ...], subject: str, message: str) -> Finding:
+    fix = "change the contract so that `gpupact compile` can write it"
+    return Finding("not-compilable", Severity.error, path, subject, message, fix)
 
 
 def parse_now(text: str | None) -> datetime:

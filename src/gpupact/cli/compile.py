@@ -32,6 +32,11 @@ class Format(StrEnum):
     json = "json"
 
 
+class KueueApi(StrEnum):
+    v1beta2 = "v1beta2"
+    v1beta1 = "v1beta1"
+
+
 @app.command("compile")
 @user_errors
 def compile_command(
@@ -49,6 +54,11 @@ def compile_command(
         "--node-class",
         help="Karpenter node class of every NodePool, as GROUP/KIND/NAME.",
     ),
+    kueue_api: KueueApi = typer.Option(
+        KueueApi.v1beta2,
+        "--kueue-api",
+        help="Kueue API version to write: v1beta1 for Kueue before v0.15.",
+    ),
 ) -> None:
     """Compile a contract into Kubernetes, Kueue, Volcano and Karpenter objects."""
     path = contract_file(file, file_option, "gpupact compile CONTRACT.yaml -o OUT/")
@@ -59,7 +69,8 @@ def compile_command(
         raise InputError(f"--node-class: {err}") from None
     loaded = load_contract(path)
     try:
-        bundle = compile_contract(loaded.contract, CompileOptions(now=moment, node_class=node_ref))
+        options = CompileOptions(now=moment, node_class=node_ref, kueue_api=kueue_api.value)
+        bundle = compile_contract(loaded.contract, options)
     except FieldError as err:
         raise loaded.document.error(err) from None
     except CompileInvalid as err:

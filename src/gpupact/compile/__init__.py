@@ -5,6 +5,7 @@ core.py       namespaces, PriorityClasses, node patches, Deployments / LeaderWor
 kueue.py      ResourceFlavors, Cohorts, ClusterQueues, LocalQueues, WorkloadPriorityClasses
 volcano.py    Queues, PodGroups, Volcano Jobs (gangs)
 karpenter.py  NodePools (elastic part of each pool)
+gpu_operator.py  device plugin / MIG manager ConfigMaps of time-sliced and MIG pools
 validate.py   checks of the emitted objects (always) and schema validation (tests)
 writer.py     deterministic files, kustomization.yaml, atomic replace of the output
 
@@ -15,9 +16,11 @@ write_bundle(bundle, Path("out"), fmt="yaml")
 from __future__ import annotations
 
 from gpupact.compile.core import compile_core, node_patches
+from gpupact.compile.gpu_operator import compile_gpu_operator
 from gpupact.compile.karpenter import compile_karpenter
 from gpupact.compile.kueue import compile_kueue
 from gpupact.compile.model import TARGETS, Bundle, CompileOptions, Emitted, NodeClassRef, Obj
+from gpupact.compile.names import require_owners
 from gpupact.compile.quota import require_expiries
 from gpupact.compile.validate import Problem, check_bundle
 from gpupact.compile.volcano import compile_volcano
@@ -41,14 +44,16 @@ def compile_contract(contract: Contract, options: CompileOptions) -> Bundle:
     """Every object of the contract, grouped by target, checked by `check_bundle`. Raises
     FieldError (a contract path) or CompileInvalid on input that cannot be compiled."""
     require_expiries(contract)
+    require_owners(contract)
     core = compile_core(contract)
     bundle = Bundle(contract.metadata.name)
     bundle.add("namespaces", core["namespaces"])
-    bundle.add("kueue", compile_kueue(contract, options.now))
+    bundle.add("kueue", compile_kueue(contract, options.now, options.kueue_api))
     bundle.add("volcano", compile_volcano(contract, options.now))
     bundle.add("karpenter", compile_karpenter(contract, options.node_class))
     bundle.add("core", core["core"])
     bundle.add("leaderworkerset", core["leaderworkerset"])
+    bundle.add("gpu-operator", compile_gpu_operator(contract))
     bundle.node_patches = node_patches(contract)
     problems = check_bundle(bundle)
     if problems:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpupact.compile.gpu_operator import device_labels
 from gpupact.compile.model import Obj
 from gpupact.compile.names import (
     HOSTNAME_KEY,
@@ -39,6 +40,7 @@ from gpupact.compile.names import (
     is_gang_service,
     namespace_of,
     owner_annotations,
+    platform_labels,
     priority_class_name,
     priority_value,
     seconds,
@@ -50,6 +52,7 @@ from gpupact.compile.names import (
 from gpupact.contract.keys import ANNOTATION_EXPIRES, ANNOTATION_MODEL, LABEL_APP
 from gpupact.contract.schema import (
     Contract,
+    GangScope,
     Job,
     Pool,
     Resources,
@@ -63,6 +66,9 @@ LWS_API = "leaderworkerset.x-k8s.io/v1"
 LWS_GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
 LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 LWS_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+# LWS's Volcano integration (LWS >= v0.7.0 with `gangSchedulingManagement.schedulerProvider:
+# volcano`) creates one PodGroup per group and takes its queue from this annotation
+LWS_VOLCANO_QUEUE = "scheduling.volcano.sh/queue-name"
 
 # The contract names no image; a placeholder under the reserved `.invalid` domain can never
 # pull someone else's image. kustomization.yaml lists them under `images:` to be set.
@@ -110,9 +116,7 @@ def namespaces(contract: Contract) -> list[Obj]:
                     "kind": "Namespace",
                     "metadata": {
                         "name": shared,
-                        "labels": common_labels(
-                            contract, tenant=None, klass=None, owner=None, cost_center=None
-                        ),
+                        "labels": platform_labels(contract),
                         "annotations": owner_annotations(contract, None),
                     },
                 }
@@ -150,9 +154,7 @@ def priority_classes(contract: Contract) -> list[Obj]:
                 "kind": "PriorityClass",
                 "metadata": {
                     "name": name,
-                    "labels": common_labels(
-                        contract, tenant=None, klass=klass.name, owner=None, cost_center=None
-                    ),
+                    "labels": platform_labels(contract, klass=klass.name),
                 },
                 "value": priority_value(klass, business),
                 "globalDefault": False,
@@ -193,7 +195,7 @@ def node_patches(contract: Contract) -> dict[str, Obj]:
     from their NodePool; a taint list in a patch replaces the node's taints."""
     out = {}
     for pool in contract.pools:
-        patch: Obj = {"metadata": {"labels": pool.node_labels()}}
+        patch: Obj = {"metadata": {"labels": {**pool.node_labels(), **device_labels(pool)}}}
         if pool.taint:
             patch["spec"] = {"taints": [taint_of(pool)]}
         out[pool.name] = patch
@@ -280,6 +282,7 @@ def pod_spec(
 
 def service_objects(contract: Contract, service: Service) -> tuple[list[Obj], list[Obj]]:
     """(core objects, LeaderWorkerSet objects) of one service."""
+    where = ("services", contract.services.index(service))
     klass = contract.workload_class(service.workload_class)
     pool = contract.pool(service.pool)  # type: ignore[arg-type]
     tenant = tenant_of(contract, service.tenant)
@@ -323,7 +326,15 @@ def service_objects(contract: Contract, service: Service) -> tuple[list[Obj], li
     if not multi_pod:
         spread["matchLabelKeys"] = ["pod-template-hash"]  # count only the current rollout
     template_meta: Obj = {"labels": labels}
-    if gang:
+    if gang and multi_pod and service.gang is GangScope.service:
+        raise FieldError(
+            (*where, "gang"),
+            f"a replica of {service.name} is {service.pods_per_replica} pods, a LeaderWorkerSet "
+            f"group, and LWS gang-schedules each group as its own PodGroup: gang: service "
+            f"(all replicas at once) cannot be expressed; use gang: replica",
+        )
+    if gang and not multi_pod:
+        # one Deployment-wide PodGroup (volcano.py); LWS groups get theirs from LWS itself
         template_meta["annotations"] = {VOLCANO_GROUP_ANNOTATION: service.name}
     template = {
         "metadata": template_meta,
@@ -345,6 +356,10 @@ def service_objects(contract: Contract, service: Service) -> tuple[list[Obj], li
         lws_notes = dict(annotations)
         if exclusive:
             lws_notes[LWS_EXCLUSIVE_TOPOLOGY] = HOSTNAME_KEY
+        if gang:
+            # one PodGroup per replica, minMember = size (startupPolicy LeaderCreated): a
+            # shared group would let replica 2 start with part of its workers
+            lws_notes[LWS_VOLCANO_QUEUE] = pool.name
         spec: Obj = {} if autoscaled else {"replicas": service.replicas.min}
         spec["startupPolicy"] = "LeaderCreated"
         spec["leaderWorkerTemplate"] = {

@@ -1,7 +1,11 @@
 """Kueue: a tenant's GPU budget as admission rules (43.3).
 
 Emitted at `kueue.x-k8s.io/v1beta2`, the version the shipped CRDs store (v1beta1 is still
-served, but converting on every read is the API server's work, not ours):
+served, but converting on every read is the API server's work, not ours). Kueue before v0.15
+has no v1beta2: `kueue_api="v1beta1"` (`gpupact compile --kueue-api v1beta1`) writes the same
+objects at v1beta1, where a ClusterQueue names its cohort `spec.cohort` (v1beta2:
+`spec.cohortName`); the other kinds' fields gpupact writes are spelled alike. Cohort objects are
+v1beta1 from Kueue v0.13 on (v1alpha1 before), so a contract with cohorts needs v0.13 or later.
 - ResourceFlavor per pool: `nodeLabels` steer admitted pods to the pool, `nodeTaints` make
   admission check that a workload tolerates the pool. No `tolerations`: Kueue would add them to
   every admitted pod and also count them when matching `nodeTaints`, so any job could enter
@@ -25,22 +29,24 @@ from gpupact.compile.model import Obj
 from gpupact.compile.names import (
     LABEL_TENANT,
     cluster_queue_name,
-    common_labels,
     device_resource,
     is_gang_job,
     namespace_of,
+    platform_labels,
     tenant_classes,
     tenant_labels,
     tenant_queue_name,
     utc_text,
 )
-from gpupact.compile.quota import PoolQuota, tenant_quotas
+from gpupact.compile.quota import PoolQuota, quota_amount, tenant_quotas
 from gpupact.contract.keys import ANNOTATION_NEXT_RAISE_EXPIRY, ANNOTATION_QUOTA_RAISES
 from gpupact.contract.schema import Contract, Pool, Tenant, WorkloadClass
 from gpupact.errors import FieldError
 from gpupact.kube.quantity import format_resource_amount
 
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_VERSIONS = ("v1beta2", "v1beta1")
+KUEUE_API = f"{KUEUE_GROUP}/{KUEUE_VERSIONS[0]}"
 
 
 def resource_flavor(contract: Contract, pool: Pool) -> Obj:
@@ -136,7 +142,8 @@ def _resource_group(contract: Contract, tenant: Tenant, quotas: list[PoolQuota])
                 if quota.lending_limit is not None:
                     entry["lendingLimit"] = quota.lending_limit
             elif resource in ("cpu", "memory"):
-                entry = _node_share(contract, pool, resource, quota, pool.name in needed[resource])
+                required = pool.name in needed[resource]
+                entry = _node_share(contract, tenant, pool, resource, quota, required)
             else:
                 entry = {"name": resource, "nominalQuota": 0}
             resources.append(entry)
@@ -167,7 +174,12 @@ def _kueue_job_resources(contract: Contract, tenant: Tenant) -> dict[str, set[st
 
 
 def _node_share(
-    contract: Contract, pool: Pool, resource: str, quota: PoolQuota, required: bool
+    contract: Contract,
+    tenant: Tenant,
+    pool: Pool,
+    resource: str,
+    quota: PoolQuota,
+    required: bool,
 ) -> Obj:
     """cpu/memory quota in proportion to the GPU quota: a tenant holding g of a node's d
     devices gets g/d of its cpu and memory (rounded down). A pool whose node shape is unknown
@@ -185,7 +197,10 @@ def _node_share(
     devices = pool.devices_per_node
 
     def share(gpus: int) -> str:
-        return format_resource_amount(resource, per_node * gpus // devices)
+        amount = quota_amount(
+            contract, tenant, pool.name, per_node * gpus // devices, f"its {resource} quota"
+        )
+        return format_resource_amount(resource, amount)
 
     entry: Obj = {"name": resource, "nominalQuota": share(quota.total)}
     if quota.borrowing_limit is not None:
@@ -244,12 +259,27 @@ def local_queues(contract: Contract, tenant: Tenant) -> list[Obj]:
 def _labels(
     contract: Contract, *, klass: str | None = None, pool: str | None = None
 ) -> dict[str, str]:
-    return common_labels(
-        contract, tenant=None, klass=klass, owner=None, cost_center=None, pool=pool
-    )
+    return platform_labels(contract, klass=klass, pool=pool)
 
 
-def compile_kueue(contract: Contract, now: datetime) -> list[Obj]:
+def as_version(obj: Obj, version: str) -> Obj:
+    """`obj` (written at v1beta2) as Kueue's `version` spells it."""
+    if version == KUEUE_VERSIONS[0]:
+        return obj
+    if version != "v1beta1":
+        raise ValueError(f"unknown Kueue API version {version!r}")
+    out = {**obj, "apiVersion": f"{KUEUE_GROUP}/{version}"}
+    if obj["kind"] == "ClusterQueue" and "cohortName" in obj["spec"]:
+        spec = {("cohort" if k == "cohortName" else k): v for k, v in obj["spec"].items()}
+        out["spec"] = spec
+    return out
+
+
+def compile_kueue(contract: Contract, now: datetime, version: str = KUEUE_VERSIONS[0]) -> list[Obj]:
+    return [as_version(obj, version) for obj in _kueue_objects(contract, now)]
+
+
+def _kueue_objects(contract: Contract, now: datetime) -> list[Obj]:
     out = [resource_flavor(contract, p) for p in contract.pools]
     out.extend(cohorts(contract))
     out.extend(workload_priority_classes(contract))

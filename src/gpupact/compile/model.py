@@ -9,8 +9,17 @@ from typing import Any
 Obj = dict[str, Any]
 
 # Targets in apply order: namespaces first, then the admission and gang layers the workloads
-# name, then node provisioning, then the workloads themselves.
-TARGETS = ("namespaces", "kueue", "volcano", "karpenter", "core", "leaderworkerset")
+# name, then node provisioning, then the workloads themselves; last the GPU Operator's device
+# configuration of shared pools (read by the operator whenever it changes).
+TARGETS = (
+    "namespaces",
+    "kueue",
+    "volcano",
+    "karpenter",
+    "core",
+    "leaderworkerset",
+    "gpu-operator",
+)
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,7 @@ class NodeClassRef:
 class CompileOptions:
     now: datetime  # decides which quota raises are active; nothing else reads it
     node_class: NodeClassRef = NodeClassRef()
+    kueue_api: str = "v1beta2"  # "v1beta1" for Kueue before v0.15
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from gpupact.contract.schema import (
     Tenant,
     WorkloadClass,
 )
+from gpupact.errors import FieldError
 
 MANAGED_BY = "gpupact"
 
@@ -157,6 +158,46 @@ def common_labels(
     }
     labels.update({k: v for k, v in optional.items() if v})
     return labels
+
+
+def platform_labels(
+    contract: Contract, *, klass: str | None = None, pool: str | None = None
+) -> dict[str, str]:
+    """The labels of objects no tenant owns (pools' queues and flavors, classes, NodePools,
+    device configuration): the platform team's owner and cost centre (`metadata`)."""
+    meta = contract.metadata
+    return common_labels(
+        contract,
+        tenant=None,
+        klass=klass,
+        owner=meta.owner,
+        cost_center=meta.cost_center,
+        pool=pool,
+    )
+
+
+def require_owners(contract: Contract) -> None:
+    """Every compiled object carries an owner and a cost centre (43.6: nothing holds GPUs
+    without someone to answer and pay for it), so compile refuses a contract that leaves one
+    out, naming where to add it. A value must also survive as a label value."""
+    meta = contract.metadata
+    subjects: list[tuple[tuple[str | int, ...], str, str | None, str | None]] = [
+        (("metadata",), f"contract {meta.name} (the platform team)", meta.owner, meta.cost_center)
+    ]
+    for section in ("tenants", "services", "jobs"):
+        for i, item in enumerate(getattr(contract, section)):
+            subjects.append(
+                ((section, i), f"{section[:-1]} {item.name}", item.owner, item.cost_center)
+            )
+    for path, what, owner, cost_center in subjects:
+        for key, value in (("owner", owner), ("costCenter", cost_center)):
+            if label_safe(value) is None:
+                problem = "has no" if value is None else "has no letter or digit in its"
+                raise FieldError(
+                    path,
+                    f"{what} {problem} {key}: every compiled object is labelled with an owner "
+                    f"and a cost centre (gpupact.io/owner, gpupact.io/cost-centre); set {key}",
+                )
 
 
 def tenant_labels(contract: Contract, tenant: Tenant) -> dict[str, str]:

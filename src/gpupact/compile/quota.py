@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from gpupact.contract.schema import Contract, Raise, Tenant
+from gpupact.contract.schema import INT64_MAX, Contract, Raise, Tenant
 from gpupact.errors import FieldError
 
 
@@ -59,3 +59,21 @@ def require_expiries(contract: Contract) -> None:
                     f"raise of {raised.gpus} on {raised.pool} for {tenant.name} has no expiry; "
                     f"compile emits temporary quota only with an end date",
                 )
+
+
+def quota_amount(contract: Contract, tenant: Tenant, pool: str, amount: int, what: str) -> int:
+    """`amount`, derived from the tenant's quota on `pool`, once it is known to fit the int64
+    of a Kubernetes quantity; else bad input at that quota (check's quota-exceeds-capacity
+    reports the same contract as an error)."""
+    if amount <= INT64_MAX:
+        return amount
+    i = contract.tenants.index(tenant)
+    quota = tenant.quota(pool)
+    path: tuple[str | int, ...] = ("tenants", i)
+    if quota is not None:
+        path = (*path, "quotas", tenant.quotas.index(quota), "gpus")
+    raise FieldError(
+        path,
+        f"{tenant.name}'s quota on {pool} makes {what} {amount}, beyond what a Kubernetes "
+        f"quantity can hold (2^63-1): the quota exceeds anything the pool can hold",
+    )

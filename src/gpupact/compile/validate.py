@@ -33,6 +33,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from gpupact.compile.core import LWS_VOLCANO_QUEUE
+from gpupact.compile.gpu_operator import GPU_OPERATOR_NAMESPACE
 from gpupact.compile.model import Bundle, Obj
 from gpupact.compile.names import (
     KUEUE_PRIORITY_LABEL,
@@ -40,6 +42,7 @@ from gpupact.compile.names import (
     VOLCANO_GROUP_ANNOTATION,
     VOLCANO_SCHEDULER,
 )
+from gpupact.contract.keys import LABEL_COST_CENTRE, LABEL_OWNER
 from gpupact.contract.schema import is_gpu_resource
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -59,6 +62,8 @@ CLUSTER_SCOPED = frozenset(
         ("karpenter.sh", "NodePool"),
     }
 )
+# Namespaces installed with a platform component, not by the contract.
+PLATFORM_NAMESPACES = frozenset({GPU_OPERATOR_NAMESPACE})
 # Kinds whose name is also a DNS label (it becomes a host name or a label value).
 _LABEL_NAMED = frozenset({("", "Namespace"), ("", "Service")})
 MAX_ANNOTATIONS_BYTES = 256 * 1024
@@ -138,6 +143,12 @@ def check_bundle(bundle: Bundle) -> list[Problem]:
 
 def _check_metadata(obj: Obj, namespaces: set[str], add: Any) -> None:
     meta = obj["metadata"]
+    labels = meta.get("labels", {})
+    # gpupact audit reads the owner from a label or an annotation, the cost centre from a label
+    if not (labels.get(LABEL_OWNER) or meta.get("annotations", {}).get(LABEL_OWNER)):
+        add(obj, f"no {LABEL_OWNER} label")
+    if not labels.get(LABEL_COST_CENTRE):
+        add(obj, f"no {LABEL_COST_CENTRE} label")
     name, namespace = meta.get("name", ""), meta.get("namespace")
     key = (group_of(obj), obj["kind"])
     pattern, limit = (_DNS_LABEL, 63) if key in _LABEL_NAMED else (_DNS_SUBDOMAIN, 253)
@@ -148,7 +159,7 @@ def _check_metadata(obj: Obj, namespaces: set[str], add: Any) -> None:
             add(obj, "cluster-scoped object has a namespace")
     elif namespace is None:
         add(obj, "namespaced object has no namespace")
-    elif namespace not in namespaces:
+    elif namespace not in namespaces and namespace not in PLATFORM_NAMESPACES:
         add(obj, f"namespace {namespace} is not emitted")
     for where, labels in _label_maps(obj):
         for problem in label_problems(labels):
@@ -265,6 +276,12 @@ def _check_kind_specific(obj: Obj, objects: list[Obj], exists: Any, add: Any) ->
         pc = spec.get("priorityClassName")
         if pc and not exists("scheduling.k8s.io", "PriorityClass", pc):
             add(obj, f"priorityClassName {pc} is not emitted")
+    elif kind == "LeaderWorkerSet":
+        worker = spec.get("leaderWorkerTemplate", {}).get("workerTemplate", {})
+        if worker.get("spec", {}).get("schedulerName") == VOLCANO_SCHEDULER:
+            queue = meta.get("annotations", {}).get(LWS_VOLCANO_QUEUE)
+            if not exists("scheduling.volcano.sh", "Queue", queue):
+                add(obj, f"Volcano Queue {queue} (annotation {LWS_VOLCANO_QUEUE}) is not emitted")
     elif kind == "LocalQueue":
         if not exists("kueue.x-k8s.io", "ClusterQueue", spec["clusterQueue"]):
             add(obj, f"ClusterQueue {spec['clusterQueue']} is not emitted")
@@ -280,7 +297,7 @@ def _check_kind_specific(obj: Obj, objects: list[Obj], exists: Any, add: Any) ->
 
 def _check_cluster_queue(obj: Obj, exists: Any, add: Any) -> None:
     spec = obj["spec"]
-    cohort = spec.get("cohortName")
+    cohort = spec.get("cohortName") or spec.get("cohort")  # v1beta2 / v1beta1
     if cohort and not exists("kueue.x-k8s.io", "Cohort", cohort):
         add(obj, f"Cohort {cohort} is not emitted")
     seen: set[str] = set()

@@ -1,5 +1,10 @@
 """Volcano: Queues, PodGroups for gang services, Volcano Jobs for gang jobs.
 
+A service-wide gang of single-pod replicas (a Deployment) is one PodGroup emitted here. A
+replica of several pods is a LeaderWorkerSet group, and LWS's own Volcano integration creates
+one PodGroup per group (`<lws>-<group index>-<revision>`, minMember = size): core.py only
+names the queue on the LeaderWorkerSet.
+
 Volcano decides how a group of pods starts; Kueue decides whether a tenant still has quota
 (43.3). So the queues are cut where each decision lives:
 - a gang *service* goes to the Volcano Queue of its pool (the chapter's `queue: gpu-inference`),
@@ -30,11 +35,12 @@ from gpupact.compile.names import (
     is_gang_service,
     namespace_of,
     owner_annotations,
+    platform_labels,
     priority_class_name,
     service_priority_class,
     tenant_of,
 )
-from gpupact.compile.quota import active_quota
+from gpupact.compile.quota import active_quota, quota_amount
 from gpupact.contract.keys import ANNOTATION_SCHEDULE, LABEL_APP
 from gpupact.contract.schema import Contract, Job, Pool, Service
 from gpupact.kube.quantity import format_resource_amount, resource_amount
@@ -50,9 +56,7 @@ def pool_queue(contract: Contract, pool: Pool) -> Obj:
         "kind": "Queue",
         "metadata": {
             "name": pool.name,
-            "labels": common_labels(
-                contract, tenant=None, klass=None, owner=None, cost_center=None, pool=pool.name
-            ),
+            "labels": platform_labels(contract, pool=pool.name),
         },
         "spec": {
             "weight": 1,
@@ -69,7 +73,10 @@ def job_queue(contract: Contract, name: str, jobs: list[Job], now: datetime) -> 
     capability: dict[str, int] = defaultdict(int)
     for pool in contract.pools:
         if pool.name in used:
-            capability[device_resource(pool)] += active_quota(tenant, pool.name, now).total
+            resource = device_resource(pool)
+            total = capability[resource] + active_quota(tenant, pool.name, now).total
+            what = f"the {resource} capability of Volcano queue {name}"
+            capability[resource] = quota_amount(contract, tenant, pool.name, total, what)
     classes = [contract.workload_class(j.workload_class) for j in jobs]
     return {
         "apiVersion": SCHEDULING_API,
@@ -184,6 +191,7 @@ def compile_volcano(contract: Contract, now: datetime) -> list[Obj]:
     for job in gang_jobs:
         by_queue[job.queue or ""].append(job)
     out.extend(job_queue(contract, name, jobs, now) for name, jobs in by_queue.items())
-    out.extend(pod_group(contract, s) for s in gang_services)
+    # LeaderWorkerSet groups (several pods per replica) get one PodGroup each from LWS
+    out.extend(pod_group(contract, s) for s in gang_services if s.pods_per_replica == 1)
     out.extend(volcano_job(contract, j) for j in gang_jobs)
     return out

@@ -7,7 +7,8 @@ Resolution (after `link`, these are never None / empty where a value exists):
   service's `gpu` requirement, else the class's first pool (rules then report the mismatch);
 - service/job gpusPerPod: from the declared GPU resource, else 1;
 - service.gang: `replica` when the class is gang, else `none`; service.preemptible: the class's;
-- service/job owner and costCenter: the tenant's when not given;
+- service/job owner and costCenter: the tenant's when not given; a service without a tenant
+  takes the contract's (`metadata.owner`, the platform team);
 - job.minMember: `pods` when the class is gang, else 1; job.queue: `<tenant>-<class>`.
 """
 
@@ -16,8 +17,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gpupact.contract.schema import Contract, GangScope, Job, Pool, Resources, Service
+from gpupact.contract.schema import (
+    INT32_MAX,
+    INT64_MAX,
+    Contract,
+    GangScope,
+    Job,
+    Pool,
+    Resources,
+    Service,
+)
 from gpupact.errors import FieldError, PathPart
+from gpupact.kube.quantity import resource_amount
 
 
 def link(contract: Contract) -> tuple[Contract, list[FieldError]]:
@@ -82,8 +93,9 @@ def link(contract: Contract) -> tuple[Contract, list[FieldError]]:
                     _unknown(("tenants", i, "raises", j, "pool"), "pool", raise_.pool, pools)
                 )
 
+    platform = {"owner": contract.metadata.owner, "cost_center": contract.metadata.cost_center}
     services = [
-        _link_service(i, s, pools, classes, tenants, errors)
+        _link_service(i, s, pools, classes, tenants, platform, errors)
         for i, s in enumerate(contract.services)
     ]
     jobs = [_link_job(i, j, pools, classes, tenants, errors) for i, j in enumerate(contract.jobs)]
@@ -99,6 +111,7 @@ def _link_service(
     pools: dict[str, Pool],
     classes: dict[str, Any],
     tenants: dict[str, Any],
+    platform: dict[str, str | None],
     errors: list[FieldError],
 ) -> Service:
     base = ("services", i)
@@ -113,12 +126,18 @@ def _link_service(
                 f"({gpus_per_pod}): a replica is tensorParallel / gpusPerPod pods",
             )
         )
+    if service.tenant is None:
+        update["owner"] = service.owner or platform["owner"]
+        update["cost_center"] = service.cost_center or platform["cost_center"]
     update.update(_tenant_defaults(base, service, tenants, errors))
     klass = classes.get(service.workload_class)
     if klass is None:
         errors.append(_unknown((*base, "class"), "class", service.workload_class, classes))
         return service.model_copy(update=update)
     update["gang"] = service.gang or (GangScope.replica if klass.gang else GangScope.none)
+    if update["gang"] is GangScope.service and not service.tensor_parallel % gpus_per_pod:
+        pods = max(service.replicas.min, 1) * (service.tensor_parallel // gpus_per_pod)
+        _gang_fits(base, service, pods, errors)
     update["preemptible"] = (
         klass.preemptible if service.preemptible is None else service.preemptible
     )
@@ -131,6 +150,35 @@ def _link_service(
     else:
         errors.append(FieldError((*base, "class"), f"class {klass.name} may use no pool"))
     return service.model_copy(update=update)
+
+
+def _gang_fits(
+    base: tuple[PathPart, ...], service: Service, pods: int, errors: list[FieldError]
+) -> None:
+    """A service-wide gang is one PodGroup: minMember (int32) counts every pod of the minimum
+    replicas and minResources (int64 quantities) sums their requests."""
+    if pods > INT32_MAX:
+        errors.append(
+            FieldError(
+                (*base, "replicas", "min"),
+                f"gang: service puts {pods} pods in one PodGroup, more than its minMember "
+                f"(an int32) can hold: lower replicas.min or use gang: replica",
+            )
+        )
+        return
+    resources = service.resources
+    for key, text in {
+        **(resources.limits if resources else {}),
+        **(resources.requests if resources else {}),
+    }.items():
+        if resource_amount(key, text) * pods > INT64_MAX:
+            errors.append(
+                FieldError(
+                    (*base, "resources"),
+                    f"{key} {text} x {pods} pods of the gang is beyond what a Kubernetes "
+                    f"quantity can hold (the PodGroup's minResources)",
+                )
+            )
 
 
 def _preferred_pool(service: Service, candidates: list[Pool]) -> str:

@@ -434,6 +434,77 @@ def _multi_pod_without_gang(ctx: Context) -> Iterator[Hit]:
             )
 
 
+@rule(
+    "service-replicas-exceed-pool",
+    Severity.error,
+    "A service's maximum replicas need more devices than its pool can ever hold",
+)
+def _service_replicas_exceed_pool(ctx: Context) -> Iterator[Hit]:
+    for i, pool in enumerate(ctx.contract.pools):
+        on_pool = [(j, s) for j, s, _k, p in ctx.services() if p is pool]
+        total = 0
+        for j, service in on_pool:
+            need = service.replicas.upper * service.tensor_parallel
+            total += need
+            if need > pool.max_devices:
+                yield Hit(
+                    ("services", j, "replicas", "max"),
+                    f"service/{service.name}",
+                    f"{service.name} scales to {service.replicas.upper} replicas x "
+                    f"{service.tensor_parallel} devices = {need}, pool {pool.name} holds at most "
+                    f"{pool.max_devices}: the HPA's last replicas stay Pending",
+                    "lower replicas.max to what the pool holds, or raise the pool's nodes.max",
+                )
+        if total > pool.max_devices and len(on_pool) > 1:
+            yield Hit(
+                ("pools", i, "nodes", "max"),
+                f"pool/{pool.name}",
+                f"services on pool {pool.name} scale to {total} devices together, the pool "
+                f"holds at most {pool.max_devices}: they cannot all reach replicas.max at once",
+                "raise nodes.max, or lower replicas.max of the services sharing the pool",
+                Severity.warning,
+            )
+
+
+@rule(
+    "service-replicas-exceed-quota",
+    Severity.error,
+    "A tenant's services need more devices on a pool than the tenant's quota there",
+)
+def _service_replicas_exceed_quota(ctx: Context) -> Iterator[Hit]:
+    """Services are not admitted through Kueue, so nothing stops them at the quota: devices
+    beyond it are the ones promised to the other tenants of the pool. The minimum replicas
+    over quota is an error, a scale-out over quota a warning."""
+    demand: dict[tuple[str, str], tuple[int, int, list[int]]] = {}
+    for j, service, _klass, pool in ctx.services():
+        if service.tenant is None or service.tenant not in ctx.tenants:
+            continue
+        low, high, where = demand.get((service.tenant, pool.name), (0, 0, []))
+        per = service.tensor_parallel
+        demand[(service.tenant, pool.name)] = (
+            low + service.replicas.min * per,
+            high + service.replicas.upper * per,
+            [*where, j],
+        )
+    for (tenant_name, pool_name), (low, high, where) in demand.items():
+        tenant = ctx.tenants[tenant_name]
+        own = _own_quota(ctx, tenant, pool_name)
+        if high <= own:
+            continue
+        names = ", ".join(ctx.contract.services[j].name for j in where)
+        at_min = low > own
+        yield Hit(
+            ("services", where[0], "replicas", "min" if at_min else "max"),
+            f"tenant/{tenant_name}",
+            f"services of {tenant_name} on pool {pool_name} ({names}) need "
+            f"{low if at_min else high} devices at their {'minimum' if at_min else 'maximum'} "
+            f"replicas, the tenant's quota there is {own}: the rest comes out of GPUs promised "
+            f"to other tenants",
+            f"raise {tenant_name}'s quota on {pool_name}, or lower the services' replicas",
+            None if at_min else Severity.warning,
+        )
+
+
 # --- 43.3: gangs, quotas, requests --------------------------------------------------------
 
 
@@ -545,11 +616,17 @@ def _job_exceeds_quota(ctx: Context) -> Iterator[Hit]:
             )
 
 
-def _quota_ceiling(ctx: Context, tenant: Tenant, pool: str) -> int:
+def _own_quota(ctx: Context, tenant: Tenant, pool: str) -> int:
+    """Nominal quota plus the raises active now."""
     quota = tenant.quota(pool)
-    own = (quota.gpus if quota else 0) + sum(
+    return (quota.gpus if quota else 0) + sum(
         r.gpus for r in tenant.raises if r.pool == pool and r.active(ctx.now)
     )
+
+
+def _quota_ceiling(ctx: Context, tenant: Tenant, pool: str) -> int:
+    quota = tenant.quota(pool)
+    own = _own_quota(ctx, tenant, pool)
     if tenant.cohort is None:
         return own
     lendable = 0
@@ -566,8 +643,17 @@ def _quota_ceiling(ctx: Context, tenant: Tenant, pool: str) -> int:
 # --- 43.6: governance ---------------------------------------------------------------------
 
 
-@rule("missing-owner", Severity.error, "A tenant, service or job has no owner")
+@rule("missing-owner", Severity.error, "The contract, a tenant, service or job has no owner")
 def _missing_owner(ctx: Context) -> Iterator[Hit]:
+    meta = ctx.contract.metadata
+    if meta.owner is None:
+        yield Hit(
+            ("metadata",),
+            f"contract/{meta.name}",
+            f"contract {meta.name} names no owner: the pools' queues, flavors, PriorityClasses "
+            f"and NodePools it compiles to would belong to nobody",
+            "set metadata.owner (the platform team)",
+        )
     for section, i, item in _owned(ctx):
         if item.owner is None:
             yield Hit(
@@ -579,8 +665,20 @@ def _missing_owner(ctx: Context) -> Iterator[Hit]:
             )
 
 
-@rule("missing-cost-center", Severity.warning, "A tenant, service or job has no cost centre")
+@rule(
+    "missing-cost-center",
+    Severity.warning,
+    "The contract, a tenant, service or job has no cost centre",
+)
 def _missing_cost_center(ctx: Context) -> Iterator[Hit]:
+    meta = ctx.contract.metadata
+    if meta.cost_center is None:
+        yield Hit(
+            ("metadata",),
+            f"contract/{meta.name}",
+            f"contract {meta.name} names no cost centre for the platform's own objects",
+            "set metadata.costCenter",
+        )
     for section, i, item in _owned(ctx):
         if item.cost_center is None:
             yield Hit(

@@ -7,7 +7,7 @@ fields it documents as "resolved" are never None. A compiler walks `Contract.poo
 `.classes`, `.tenants`, `.services` and `.jobs` in file order.
 
 Capacity units: a pool's "devices" are what pods request (`nvidia.com/gpu`, or one MIG
-instance): physical GPUs x `Sharing.devices_per_gpu`. Quotas and `gpusPerPod` count devices.
+instance): physical GPUs x `Pool.devices_per_gpu`. Quotas and `gpusPerPod` count devices.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -34,6 +35,7 @@ from gpupact.contract.units import (
     Sharing,
     format_duration,
     format_millicpu,
+    format_params,
     parse_bytes,
     parse_cron,
     parse_duration,
@@ -51,6 +53,7 @@ KIND = "Contract"
 # --- field types --------------------------------------------------------------------------
 
 _DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_1035_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_VALUE_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
@@ -59,6 +62,17 @@ def _dns_label(value: Any) -> str:
         raise ValueError(
             f"must be a DNS-1123 label (lowercase letters, digits and '-', at most 63 "
             f"characters, starting and ending with a letter or digit), got {value!r}"
+        )
+    return value
+
+
+def _dns_1035_label(value: Any) -> str:
+    """A Kubernetes Service name (and so a DNS host name) must start with a letter."""
+    _dns_label(value)
+    if not _DNS_1035_RE.match(value):
+        raise ValueError(
+            f"must be a DNS-1035 label (it names a Kubernetes Service): start with a lowercase "
+            f"letter, then lowercase letters, digits and '-', got {value!r}"
         )
     return value
 
@@ -73,10 +87,30 @@ def _label_value(value: Any) -> str:
 
 
 Name = Annotated[str, BeforeValidator(_dns_label)]
+ServiceName = Annotated[str, BeforeValidator(_dns_1035_label)]
 LabelValue = Annotated[str, BeforeValidator(_label_value)]
 Text = Annotated[str, Strict(), Field(min_length=1)]
-Count = Annotated[int, Strict(), Field(ge=0)]
-Positive = Annotated[int, Strict(), Field(ge=1)]
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+def _fits(high: int, what: str) -> Any:
+    def check(value: int) -> int:
+        if value > high:
+            raise ValueError(f"must be at most {high} ({what}), got {value}")
+        return value
+
+    return AfterValidator(check)
+
+
+# Every count compile writes lands in a Kubernetes field of a fixed width: replicas,
+# parallelism, minMember and the like are int32; quotas are quantities (int64 base units).
+_INT32 = _fits(INT32_MAX, "Kubernetes stores it as an int32")
+_INT64 = _fits(INT64_MAX, "a Kubernetes quantity holds an int64")
+Count = Annotated[int, Strict(), Field(ge=0), _INT64]
+Positive = Annotated[int, Strict(), Field(ge=1), _INT64]
+Count32 = Annotated[int, Strict(), Field(ge=0), _INT32]
+Positive32 = Annotated[int, Strict(), Field(ge=1), _INT32]
 Duration = Annotated[
     timedelta,
     BeforeValidator(parse_duration),
@@ -91,7 +125,11 @@ MilliCPU = Annotated[
 ]
 QuantityText = Annotated[str, BeforeValidator(parse_quantity_text)]
 Percent = Annotated[int, BeforeValidator(parse_percent)]
-Params = Annotated[int, BeforeValidator(parse_params)]
+Params = Annotated[
+    int,
+    BeforeValidator(parse_params),
+    PlainSerializer(format_params, return_type=str, when_used="json"),
+]
 Cron = Annotated[str, BeforeValidator(parse_cron)]
 SharingMode = Annotated[
     Sharing, BeforeValidator(parse_sharing), PlainSerializer(str, return_type=str)
@@ -157,6 +195,10 @@ class GangScope(StrEnum):
 class Metadata(Model):
     name: Name
     description: str | None = None
+    # the platform team: owner and cost centre of the objects no tenant owns (pools' queues
+    # and flavors, PriorityClasses, NodePools), so that every compiled object carries both
+    owner: Text | None = None
+    cost_center: Text | None = None
 
 
 # --- pools --------------------------------------------------------------------------------
@@ -170,7 +212,7 @@ class GpuSpec(Model):
     model: LabelValue  # e.g. a100-80g, h100-80g
     product: LabelValue | None = None  # the real nvidia.com/gpu.product, if known
     memory: Bytes | None = None  # per GPU; defaults from a `-<N>g` model suffix (N GiB)
-    per_node: Positive = 8
+    per_node: Positive32 = 8
     topology: LabelValue | None = None  # e.g. nvlink-8, pcie
 
     @model_validator(mode="after")
@@ -199,7 +241,6 @@ class GpuSpec(Model):
 # Larger than any Kubernetes cluster runs today (GKE's limit is 65,000 nodes); keeps every
 # quota and NodePool limit the compiler derives inside int64 quantities.
 MAX_NODES_PER_POOL = 100_000
-INT64_MAX = 2**63 - 1
 
 
 class NodeRange(Model):
@@ -293,8 +334,13 @@ class Pool(Model):
         return self
 
     @property
+    def devices_per_gpu(self) -> int:
+        """Devices (MIG instances, time-slice replicas, or 1) one of the pool's GPUs offers."""
+        return self.sharing.devices_per_gpu(self.gpu.memory or 0)
+
+    @property
     def devices_per_node(self) -> int:
-        return self.gpu.per_node * self.sharing.devices_per_gpu
+        return self.gpu.per_node * self.devices_per_gpu
 
     @property
     def max_devices(self) -> int:
@@ -433,6 +479,21 @@ class Tenant(Model):
     quotas: list[Quota] = Field(default_factory=list)
     raises: list[Raise] = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _pool_totals_fit_int64(self) -> Tenant:
+        # compile writes quota + every raise on a pool as one nominalQuota (an int64)
+        for pool in {q.pool for q in self.quotas} | {r.pool for r in self.raises}:
+            quota = self.quota(pool)
+            total = (quota.gpus if quota else 0) + sum(
+                r.gpus for r in self.raises if r.pool == pool
+            )
+            if total > INT64_MAX:
+                raise ValueError(
+                    f"quota and raises on pool {pool} add up to {total}, beyond what a "
+                    f"Kubernetes quantity can hold (2^63-1)"
+                )
+        return self
+
     def quota(self, pool: str) -> Quota | None:
         return next((q for q in self.quotas if q.pool == pool), None)
 
@@ -470,8 +531,8 @@ class TokenProfile(Model):
 
 
 class Replicas(Model):
-    min: Count = 1
-    max: Count | None = None  # resolved: defaults to min
+    min: Count32 = 1
+    max: Count32 | None = None  # resolved: defaults to min
 
     @field_validator("max")
     @classmethod
@@ -527,11 +588,11 @@ def is_gpu_resource(name: str) -> bool:
 class Service(Model):
     """A long-running model service: the onboarding declaration of 43.1 plus its model."""
 
-    name: Name
+    name: ServiceName
     workload_class: Name = Field(alias="class")
     tenant: Name | None = None
-    owner: Text | None = None  # resolved: falls back to the tenant's
-    cost_center: Text | None = None  # resolved: falls back to the tenant's
+    owner: Text | None = None  # resolved: the tenant's, else (no tenant) the contract's
+    cost_center: Text | None = None  # resolved: likewise
     pool: Name | None = None  # resolved: first of the class's pools matching `gpu`
     gpu: GpuRequirement = GpuRequirement()
     model: ModelSpec | None = None
@@ -541,8 +602,8 @@ class Service(Model):
     tokens: TokenProfile | None = None
     run_window: Window | None = None  # None: always on
     replicas: Replicas = Replicas()
-    tensor_parallel: Positive = 1
-    gpus_per_pod: Positive | None = None  # resolved: from resources, else 1
+    tensor_parallel: Positive32 = 1
+    gpus_per_pod: Positive32 | None = None  # resolved: from resources, else 1
     gang: GangScope | None = None  # resolved: `replica` if the class is gang, else `none`
     preemptible: bool | None = None  # resolved: the class's
     cold_start: Duration | None = None
@@ -576,9 +637,9 @@ class Job(Model):
     queue: Name | None = None  # resolved: `<tenant>-<class>`
     owner: Text | None = None  # resolved: falls back to the tenant's
     cost_center: Text | None = None  # resolved: falls back to the tenant's
-    pods: Positive = 1
-    gpus_per_pod: Positive | None = None  # resolved: from resources, else 1
-    min_member: Positive | None = None  # resolved: `pods` for a gang class, else 1
+    pods: Positive32 = 1
+    gpus_per_pod: Positive32 | None = None  # resolved: from resources, else 1
+    min_member: Positive32 | None = None  # resolved: `pods` for a gang class, else 1
     duration: Duration | None = None  # estimated run time
     schedule: Cron | None = None
     resources: Resources | None = None

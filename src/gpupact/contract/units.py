@@ -7,7 +7,7 @@ with a message that says what was expected. The pydantic types in `schema.py` wr
   order, each at most once, whole numbers only; a bare number is refused (which unit?).
 - quantities: Kubernetes quantity strings (`80Gi`, `96`, `500m`) as exact integers.
 - percentages: `20%` (or a whole number 0..100).
-- parameter counts: `70B`, `7.5B`, `350M`, `1.2T` (or a plain integer).
+- parameter counts: `70B`, `7.5B`, `350M`, `1.2T`; a bare number is refused (which unit?).
 - sharing: `exclusive`, `mig:<profile>` (e.g. `mig:1g.10gb`), `timeslice:<replicas>`.
 - cron: five fields, numbers, `*`, ranges, lists and steps (no names, no `L`/`W`/`#`).
 - instants: timezone-aware datetimes; a bare date means 00:00 UTC of that day.
@@ -132,9 +132,13 @@ _PARAMS_SCALE = {"K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
 
 
 def parse_params(value: Any) -> int:
-    """A parameter count: `70B` is 70 x 10^9."""
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
+    """A parameter count: `70B` is 70 x 10^9. A bare number is refused, as a duration is:
+    `params: 70` almost always means 70B, and read as 70 it would pass every memory check."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise ValueError(
+            f"a parameter count needs a unit (K, M, B or T): write '{value}B' for {value} "
+            f"billion, got the bare number {value}"
+        )
     m = _PARAMS_RE.match(value.strip()) if isinstance(value, str) else None
     if not m:
         raise ValueError(
@@ -147,6 +151,16 @@ def parse_params(value: Any) -> int:
     if count.denominator != 1 or count <= 0:
         raise ValueError(f"parameter count must be a positive whole number, got {value!r}")
     return int(count)
+
+
+def format_params(count: int) -> str:
+    """The text `parse_params` reads back to `count`: the largest unit that divides it, else
+    thousands with decimals (`1234` -> `1.234K`)."""
+    for unit, scale in sorted(_PARAMS_SCALE.items(), key=lambda item: -item[1]):
+        if count % scale == 0:
+            return f"{count // scale}{unit}"
+    whole, rest = divmod(count, 1000)
+    return f"{whole}.{rest:03d}".rstrip("0") + "K"
 
 
 # --- GPU sharing --------------------------------------------------------------------------
@@ -167,14 +181,22 @@ class Sharing:
     def shared(self) -> bool:
         return self.mode != "exclusive"
 
-    @property
-    def devices_per_gpu(self) -> int:
-        """Schedulable devices one physical GPU becomes. MIG: 7 compute slices per GPU
-        (A100/H100), so a `<n>g` profile yields 7 // n instances; a simple bound, since the
-        real layout also depends on memory slices."""
-        if self.mode == "mig":
-            return 7 // int(self.profile.split("g", 1)[0])  # type: ignore[union-attr]
-        return self.replicas
+    def devices_per_gpu(self, gpu_memory: int) -> int:
+        """Schedulable devices one physical GPU of `gpu_memory` bytes becomes: time-slice
+        replicas, or MIG instances of the profile. MIG GPUs (A100, H100, H200, H20, B200) have
+        7 compute and 8 memory slices, so `<n>g.<m>gb` fits 7 // n times by compute and
+        8 // (its memory slices) times by memory, a slice being 1/8 of the GPU's memory (1g.10gb
+        on 80 GB: 7; 1g.20gb: 4; 1g.10gb on 40 GB: 4). A media-extension profile (`+me`) takes
+        the GPU's only media engines: one per GPU."""
+        if self.mode != "mig":
+            return self.replicas
+        m = _MIG_PROFILE_RE.match(self.profile)  # type: ignore[arg-type]
+        compute, memory, media = int(m.group(1)), int(m.group(2)), m.group(3)  # type: ignore[union-attr]
+        if media:
+            return 1
+        slice_gb = Fraction(gpu_memory, _GIB * 8) if gpu_memory else Fraction(memory)
+        slices = max(1, round(memory / slice_gb))
+        return max(0, min(7 // compute, 8 // slices))
 
     def device_memory(self, gpu_memory: int) -> int:
         """Memory one pod sees on one device: the MIG slice (its `<n>gb`, read as GiB), or
@@ -185,8 +207,12 @@ class Sharing:
 
     @property
     def resource_name(self) -> str:
-        """The extended resource pods request (device plugin "mixed" MIG strategy)."""
-        return f"nvidia.com/mig-{self.profile}" if self.mode == "mig" else "nvidia.com/gpu"
+        """The extended resource pods request (device plugin "mixed" MIG strategy). The plugin
+        names a media-extension profile `1g.5gb+me` as `mig-1g.5gb.me` (a resource name has no
+        '+'; NVIDIA/k8s-device-plugin internal/rm/rm.go)."""
+        if self.mode == "mig":
+            return "nvidia.com/mig-" + self.profile.replace("+", ".")  # type: ignore[union-attr]
+        return "nvidia.com/gpu"
 
     def __str__(self) -> str:
         if self.mode == "mig":

@@ -370,7 +370,10 @@ class Analysis:
         problems, usable = _consistent_kueue(objects)
         now_ms = self.now * 1000
         try:
-            state = kueue.load_state([o.raw for o in usable], now=now_ms)
+            namespaces = {n: dict(m.labels) for n, m in self.snapshot.namespaces.items()}
+            state = kueue.load_state(
+                [o.raw for o in usable], now=now_ms, namespaces=namespaces or None
+            )
         except (FieldError, ValueError) as err:
             raise InputError(f"{self.snapshot.source}: Kueue objects: {err}") from None
         outlook = state.copy()

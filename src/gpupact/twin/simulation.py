@@ -28,6 +28,7 @@ from datetime import timedelta
 from typing import Any
 
 from gpupact.cluster.state import ClusterState
+from gpupact.compile.core import LWS_VOLCANO_QUEUE
 from gpupact.engine.admission.cycle import CycleResult
 from gpupact.engine.gang import PodGroup
 from gpupact.engine.placement.scheduler import Profile, Scheduler
@@ -613,10 +614,14 @@ class Simulation:
         run.replicas.append(Replica(name, keys, self.now))
 
     def _service_queue(self, template: ServiceTemplate) -> str:
-        for obj in self.world.bundle.of_kind("PodGroup"):
-            if obj["metadata"]["name"] == template.service.name:
-                return obj["spec"].get("queue", "default")
-        return "default"
+        """The Volcano queue of a gang replica: LWS creates each replica's PodGroup in the
+        queue its LeaderWorkerSet names (compile writes no PodGroup for those)."""
+        name, namespace = template.service.name, template.pod.namespace
+        lws = self.world.bundle.find("LeaderWorkerSet", name, namespace)
+        if lws is not None:
+            return lws["metadata"].get("annotations", {}).get(LWS_VOLCANO_QUEUE, "default")
+        group = self.world.bundle.find("PodGroup", name, namespace)
+        return group["spec"].get("queue", "default") if group is not None else "default"
 
     def _start_job_pods(self, run: JobRun) -> None:
         template = run.template

@@ -106,7 +106,7 @@ class PoolTemplate:
         if sharing.mode == "mig":
             alloc[sharing.resource_name] = str(devices)
             alloc["nvidia.com/gpu"] = "0"
-            layout = [{sharing.profile: sharing.devices_per_gpu}] * pool.gpu.per_node
+            layout = [{sharing.profile: pool.devices_per_gpu}] * pool.gpu.per_node
             annotations = {"gpupact.io/mig-layout": json.dumps(layout)}
         else:
             alloc["nvidia.com/gpu"] = str(devices)

@@ -1,8 +1,10 @@
 """One Kueue scheduling cycle (`scheduler.schedule()`).
 
 1. Take one head per active ClusterQueue.
-2. Nominate: assign flavors to ALL heads against the same starting state (with preemption
-   targets when a flavor needs preemption; partial admission shrinks PodSets if allowed).
+2. Nominate: a head whose namespace may not use its ClusterQueue (namespaceSelector) is
+   inadmissible at once; flavors are assigned to ALL other heads against the same starting
+   state (with preemption targets when a flavor needs preemption; partial admission shrinks
+   PodSets if allowed).
 3. Order: classically non-borrowing before borrowing (borrowing level), then priority, then
    FIFO; with fair sharing by a per-cohort DRS tournament re-run after each admission.
 4. Process in that order, re-checking quota after every admission: a head that no longer fits
@@ -97,7 +99,7 @@ class CycleResult:
 class _Entry:
     info: WorkloadInfo
     cq: ClusterQueueRuntime
-    assignment: Assignment
+    assignment: Assignment  # of a nominated entry; an inadmissible one (nominate) has none
     targets: list[Target] = field(default_factory=list)
     status: str = _NOT_NOMINATED
     requeue_reason: str = q.GENERIC
@@ -186,15 +188,26 @@ class _Cycle:
                 return False
         return cq.generation > last.generation
 
-    def nominate(self, heads: list[WorkloadInfo]) -> list[_Entry]:
+    def nominate(self, heads: list[WorkloadInfo]) -> tuple[list[_Entry], list[_Entry]]:
+        """(entries with a flavor assignment, inadmissible entries). A head whose namespace
+        may not use its ClusterQueue is inadmissible before any flavor is tried (Kueue's
+        ValidateAdmissibility): QuotaReserved=False, Misconfigured."""
         entries = []
+        inadmissible = []
         for info in heads:
             cq = self.cqs[info.cluster_queue]
+            problem = self.state.namespace_problem(info)
+            if problem is not None:
+                entry = _Entry(info, cq, None)  # type: ignore[arg-type]
+                entry.requeue_reason, entry.message = problem
+                entry.quota_reason = reasons.MISCONFIGURED
+                inadmissible.append(entry)
+                continue
             assignment, targets = self.assignments(info, cq)
             entry = _Entry(info, cq, assignment)
             entry.record(assignment, targets)
             entries.append(entry)
-        return entries
+        return entries, inadmissible
 
     # --- ordering ---------------------------------------------------------------------------
 
@@ -317,7 +330,7 @@ class _Cycle:
     def run(self) -> CycleResult:
         state = self.state
         heads = state.pop_heads()
-        entries = self.nominate(heads)
+        entries, inadmissible = self.nominate(heads)
         try:
             for entry in self.ordered(entries):
                 self.process(entry)
@@ -333,7 +346,7 @@ class _Cycle:
                     entry.info.key, entry.cq.name, admission, entry.assignment.borrowing
                 )
             )
-        for entry in entries:
+        for entry in entries + inadmissible:
             if entry.status == _ASSUMED:
                 continue
             reason = entry.requeue_reason

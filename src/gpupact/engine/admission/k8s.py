@@ -60,7 +60,7 @@ from gpupact.kube.fields import (
 )
 from gpupact.kube.quantity import QuantityError, parse_quantity, resource_amount
 from gpupact.kube.requests import parse_pod_resources, pod_requests
-from gpupact.kube.selectors import parse_node_selector
+from gpupact.kube.selectors import parse_label_selector, parse_node_selector
 from gpupact.kube.taints import parse_taints, parse_tolerations
 
 GROUP = "kueue.x-k8s.io"
@@ -325,6 +325,10 @@ def parse_cluster_queue(obj: object) -> ClusterQueue:
             ),
             fair_weight=_weight(spec.get("fairSharing"), ("spec", "fairSharing")),
             active=stop == "None",
+            # nil selects no namespace, {} every namespace (LabelSelectorAsSelector)
+            namespace_selector=parse_label_selector(
+                spec.get("namespaceSelector"), ("spec", "namespaceSelector")
+            ),
         )
 
     return _named("ClusterQueue", name, parse)
@@ -396,7 +400,9 @@ def _pod_set(obj: object, path: Sequence[PathPart]) -> PodSet:
     template = optional_mapping(body.get("template"), (*path, "template"))
     spec_path = (*path, "template", "spec")
     spec = optional_mapping(template.get("spec"), spec_path)
-    requests = pod_requests(parse_pod_resources(spec, spec_path))
+    # Kueue sums a PodSet's requests with component-helpers PodRequests and its default
+    # options, so pod-level resources (spec.resources, KEP-2837) replace the containers' sum
+    requests = pod_requests(parse_pod_resources(spec, spec_path), pod_level_resources=True)
     affinity = optional_mapping(spec.get("affinity"), (*spec_path, "affinity"))
     node_affinity = optional_mapping(
         affinity.get("nodeAffinity"), (*spec_path, "affinity", "nodeAffinity")
@@ -511,18 +517,32 @@ _PARSERS: dict[str, Callable[[object], Any]] = {
 }
 
 
+def _namespace_labels(obj: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    meta = optional_mapping(obj.get("metadata"), ("metadata",))
+    name = required_string(meta.get("name"), ("metadata", "name"))
+    return name, string_map(meta.get("labels"), ("metadata", "labels"))
+
+
 def load_state(
     objects: Iterable[Mapping[str, Any]],
     *,
     fair_sharing: FairSharingConfig | None = None,
     now: int = 0,
+    namespaces: Mapping[str, Mapping[str, str]] | None = None,
 ) -> AdmissionState:
-    """Build an AdmissionState from Kueue objects (other kinds are ignored). Cross-object
-    references are checked before anything is built. Admitted workloads keep their quota;
-    pending ones are queued; finished or inactive ones are left out."""
+    """Build an AdmissionState from Kueue objects (and core v1 Namespaces; other kinds are
+    ignored). Cross-object references are checked before anything is built. Admitted
+    workloads keep their quota; pending ones are queued; finished or inactive ones are left
+    out. `namespaces` (name -> labels) adds to the Namespace objects; with neither, the
+    ClusterQueues' namespaceSelectors are not evaluated (the namespaces are unknown)."""
     parsed: dict[str, list[Any]] = {kind: [] for kind in _PARSERS}
+    known_namespaces = dict(namespaces) if namespaces is not None else None
     for obj in objects:
         kind = obj.get("kind") if isinstance(obj, Mapping) else None
+        if kind == "Namespace" and obj.get("apiVersion") == "v1":
+            name, labels = _namespace_labels(obj)
+            known_namespaces = {**(known_namespaces or {}), name: labels}
+            continue
         parser = _PARSERS.get(kind) if isinstance(kind, str) else None
         if parser is not None:
             parsed[kind].append(parser(obj))
@@ -592,6 +612,7 @@ def load_state(
         cohorts=parsed["Cohort"],
         local_queues=local_queues.values(),
         fair_sharing=fair_sharing,
+        namespaces=known_namespaces,
     )
     for workload, admission, reserved_at in admitted:
         state.restore_admitted(workload, admission, reserved_at if reserved_at is not None else now)

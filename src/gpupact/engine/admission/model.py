@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
 
-from gpupact.kube.selectors import NodeSelector
+from gpupact.kube.selectors import LabelSelector, NodeSelector
 from gpupact.kube.taints import Taint, Toleration
 
 FlavorResource = tuple[str, str]
@@ -47,6 +47,7 @@ IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
 RESOURCE_PODS = "pods"
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
+EVERY_NAMESPACE = LabelSelector()  # `namespaceSelector: {}`
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +120,10 @@ class ClusterQueue:
     fair_weight: Fraction = Fraction(1)
     # stopPolicy Hold/HoldAndDrain or any other reason the ClusterQueue is not Active
     active: bool = True
+    # spec.namespaceSelector, compiled: the namespaces that may submit to the queue. Kueue
+    # reads a missing (nil) selector as "no namespace" (k8s.py passes None) and `{}` as every
+    # namespace, the default here.
+    namespace_selector: LabelSelector | None = EVERY_NAMESPACE
 
 
 @dataclass(frozen=True, slots=True)

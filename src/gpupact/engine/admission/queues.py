@@ -16,7 +16,7 @@ Where an unadmitted head goes back (RequeueIfNotPresent):
 from __future__ import annotations
 
 import heapq
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 
 from gpupact.engine.admission.model import BEST_EFFORT_FIFO, STRICT_FIFO
 from gpupact.engine.admission.workload_info import WorkloadInfo
@@ -198,11 +198,14 @@ class ClusterQueueQueue:
                 self.inadmissible[other.key] = other
         return INADMISSIBLE
 
-    def requeue_inadmissible(self) -> int:
-        """A cluster event may have made room: every parked workload goes back to the heap."""
+    def requeue_inadmissible(self, stays: Callable[[WorkloadInfo], bool] | None = None) -> int:
+        """A cluster event may have made room: every parked workload goes back to the heap,
+        except those `stays` keeps (Kueue: whose namespace is gone or not selected)."""
         self.bulk_moved.clear()
         moved = 0
         for key, info in list(self.inadmissible.items()):
+            if stays is not None and stays(info):
+                continue
             del self.inadmissible[key]
             if key not in self._current:
                 self._push(info)

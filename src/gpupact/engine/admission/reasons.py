@@ -16,8 +16,17 @@ WAITING_FOR_QUOTA = "WaitingForQuota"
 WAITING_FOR_PREEMPTED_WORKLOADS = "WaitingForPreemptedWorkloads"
 PENDING_EVALUATION = "PendingEvaluation"
 INACTIVE_CLUSTER_QUEUE = "Inactive"
+MISCONFIGURED = "Misconfigured"  # e.g. the namespace may not use the ClusterQueue
 BLOCKED_BY_STRICT_FIFO_HEAD = "BlockedByStrictFIFOHead"
 NOT_YET_ATTEMPTED = "NotYetAttempted"
+
+# what Kueue's ValidateAdmissibility says when a workload's namespace cannot use its queue
+NAMESPACE_MISMATCH = "workload namespace doesn't match ClusterQueue selector"
+
+
+def namespace_missing(namespace: str) -> str:
+    return f'workload namespace "{namespace}" does not exist: namespaces "{namespace}" not found'
+
 
 # the message Kueue writes when an earlier workload of the cycle took the capacity
 NO_LONGER_FITS = "Workload no longer fits after processing another workload"

@@ -10,7 +10,7 @@ immutable specs are shared), for what-if simulations.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from gpupact.engine.admission import queues as q
@@ -45,6 +45,7 @@ from gpupact.engine.admission.resource_tree import (
 )
 from gpupact.engine.admission.runtime import ClusterQueueRuntime
 from gpupact.engine.admission.workload_info import WorkloadInfo
+from gpupact.kube.selectors import label_selector_matches
 
 UNQUEUED = "unqueued"
 
@@ -82,6 +83,7 @@ class AdmissionState:
         features: FeatureGates | None = None,
         placement: PlacementCheck | None = None,
         on_expiry: str = raises.KEEP,
+        namespaces: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         self.resource_flavors: dict[str, ResourceFlavor] = {f.name: f for f in resource_flavors}
         self.cluster_queue_specs: dict[str, ClusterQueue] = {c.name: c for c in cluster_queues}
@@ -89,6 +91,11 @@ class AdmissionState:
         self.local_queues: dict[str, LocalQueue] = {lq.key: lq for lq in local_queues}
         self.fair_sharing = fair_sharing
         self.features = features or FeatureGates()
+        # Namespace labels by name, for ClusterQueue namespaceSelectors; None when unknown
+        # (a snapshot without Namespaces): then no workload is refused for its namespace
+        self.namespaces: dict[str, Mapping[str, str]] | None = (
+            dict(namespaces) if namespaces is not None else None
+        )
         # optional extension point: can a flavor's nodes host a PodSet (placement engine)
         self.placement = placement
         self.cycle_number = 0
@@ -166,7 +173,41 @@ class AdmissionState:
         self.cohort_specs[spec.name] = spec
         self._rebuild()
         for cq in self.tree.cohorts[spec.name].root().subtree_cluster_queues():
-            self._queue(cq.name).requeue_inadmissible()
+            self._queue(cq.name).requeue_inadmissible(self._namespace_gate())
+
+    def set_namespace(self, name: str, labels: Mapping[str, str] | None) -> None:
+        """A Namespace was created or relabelled (None: deleted). Like Kueue's namespace
+        handler, the inadmissible workloads of every ClusterQueue are retried."""
+        if self.namespaces is None:
+            self.namespaces = {}
+        if labels is None:
+            self.namespaces.pop(name, None)
+        else:
+            self.namespaces[name] = dict(labels)
+        for queue in self.queues.values():
+            queue.requeue_inadmissible(self._namespace_gate())
+
+    def namespace_problem(self, info: WorkloadInfo) -> tuple[str, str] | None:
+        """Kueue's ValidateAdmissibility namespace part: (requeue reason, message) when the
+        workload's namespace does not exist or its ClusterQueue's selector excludes it."""
+        if self.namespaces is None:
+            return None
+        labels = self.namespaces.get(info.workload.namespace)
+        if labels is None:
+            return q.GENERIC, reasons.namespace_missing(info.workload.namespace)
+        spec = self.cluster_queue_specs.get(info.cluster_queue)
+        if spec is not None and not label_selector_matches(spec.namespace_selector, labels):
+            return q.NAMESPACE_MISMATCH, reasons.NAMESPACE_MISMATCH
+        return None
+
+    def _stays_inadmissible(self, info: WorkloadInfo) -> bool:
+        # Kueue moves a parked workload back only if its namespace exists and is selected
+        return self.namespace_problem(info) is not None
+
+    def _namespace_gate(self) -> Callable[[WorkloadInfo], bool] | None:
+        """What keeps a parked workload parked on a requeue; nothing while the namespaces
+        are unknown (no per-workload call on the hot path)."""
+        return self._stays_inadmissible if self.namespaces is not None else None
 
     def quota_changed(self, *cluster_queues: str) -> None:
         """Quotas of these ClusterQueues changed (a raise added or expired): rebuild, and like
@@ -198,7 +239,7 @@ class AdmissionState:
         if runtime is None:
             return
         for node in runtime.node.root().subtree_cluster_queues():
-            self._queue(node.name).requeue_inadmissible()
+            self._queue(node.name).requeue_inadmissible(self._namespace_gate())
 
     def _queue(self, cluster_queue: str) -> ClusterQueueQueue:
         queue = self.queues.get(cluster_queue)
@@ -395,6 +436,7 @@ class AdmissionState:
         new.local_queues = dict(self.local_queues)
         new.fair_sharing = self.fair_sharing
         new.features = self.features
+        new.namespaces = dict(self.namespaces) if self.namespaces is not None else None
         new.placement = self.placement
         new.raises = list(self.raises)
         new.on_expiry = self.on_expiry

@@ -37,7 +37,10 @@ from gpupact.kube.quantity import parse_quantity, resource_amount
 from gpupact.kube.selectors import parse_node_selector
 from gpupact.kube.taints import Taint, Toleration
 
-NOW = 1_000_000  # ms; the scenario's "now"
+# ms; the scenario's "now". Large, so that creation times given relative to it
+# (creation_offset_s, possibly hours back) stay after the zero time of workloads the test
+# gave no timestamp (creation_order ranks only: 0, 1, ...).
+NOW = 1_000_000_000_000
 
 # feature gates the engine models, with the snapshot's defaults
 _GATES = {
@@ -174,6 +177,7 @@ _KNOWN = {
         "given_flavor_assignment",
         "flavor_assignment",
         "quota_reserved_at_offset_s",
+        "creation_offset_s",
     },
     "pod_set": {
         "name",
@@ -186,6 +190,19 @@ _KNOWN = {
     },
     "config": {"fairSharing"},
 }
+
+
+NOTE_KEYS = frozenset({"note", "notes"})
+
+
+def without_notes(value: Any) -> Any:
+    """The vector without its `note` / `notes` free text (allowed anywhere, never an
+    expectation): a copy with every such key dropped."""
+    if isinstance(value, dict):
+        return {k: without_notes(v) for k, v in value.items() if k not in NOTE_KEYS}
+    if isinstance(value, list):
+        return [without_notes(v) for v in value]
+    return value
 
 
 def check_expected(case: dict[str, Any], known: set[str]) -> None:
@@ -277,6 +294,14 @@ def _local_queue_name(obj: dict[str, Any]) -> str:
     return obj.get("local_queue") or f"{obj['queue']}-lq"
 
 
+def creation_time(obj: dict[str, Any]) -> int:
+    """The workload's creation timestamp: NOW + creation_offset_s where the test set one;
+    otherwise the zero time, kept in creation_order (the rank among pending workloads)."""
+    if "creation_offset_s" in obj:
+        return NOW + round(Fraction(str(obj["creation_offset_s"])) * 1000)
+    return obj.get("creation_order", 0)
+
+
 def workload(obj: dict[str, Any]) -> Workload:
     namespace, name = split_name(obj["name"])
     return Workload(
@@ -285,7 +310,7 @@ def workload(obj: dict[str, Any]) -> Workload:
         queue_name=_local_queue_name(obj),
         pod_sets=tuple(pod_set(ps) for ps in obj["pod_sets"]),
         priority=obj.get("priority", 0),
-        creation_time=obj.get("creation_order", 0),
+        creation_time=creation_time(obj),
         uid=obj.get("uid", ""),
     )
 

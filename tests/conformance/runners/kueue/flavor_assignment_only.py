@@ -13,6 +13,7 @@ from conformance.runners.kueue._scenario import (
     check_expected,
     flavor_assignment,
     requested_resources,
+    without_notes,
     without_pods,
 )
 from gpupact.engine.admission.flavor_assigner import Mode, Possibility
@@ -29,6 +30,7 @@ class _AssumePreemptionPossible:
 
 
 def run(case: dict[str, Any], meta: dict[str, Any]) -> None:
+    case = without_notes(case)
     check_expected(
         case,
         {
@@ -38,6 +40,7 @@ def run(case: dict[str, Any], meta: dict[str, Any]) -> None:
             "flavor_attempts",
             "preempted",
             "left_pending",
+            "noFitReason",
         },
     )
     scenario = build(case)
@@ -60,6 +63,11 @@ def run(case: dict[str, Any], meta: dict[str, Any]) -> None:
         got = {name: flavor_assignment(flavors)}
         assert got == expected["admitted"], (
             f"assignment: got {got}, expected {expected['admitted']}"
+        )
+    if "noFitReason" in expected:
+        # the assignment's reason class when it does not fit (Workload condition reason)
+        assert assignment.no_fit_reason == expected["noFitReason"], (
+            f"noFitReason: got {assignment.no_fit_reason!r}, expected {expected['noFitReason']!r}"
         )
     if "borrowing" in expected:
         assert assignment.borrowing == expected["borrowing"], (

@@ -20,6 +20,7 @@ from conformance.runners.kueue._scenario import (
     check_pending,
     flavor_assignment,
     requested_resources,
+    without_notes,
     without_pods,
 )
 
@@ -68,6 +69,7 @@ def _metric(scenario: Scenario, text: str, admissions: int) -> int:
 
 
 def run(case: dict[str, Any], meta: dict[str, Any]) -> None:
+    case = without_notes(case)
     check_expected(case, {"admitted", "preempted", "left_pending", "metrics"})
     scenario = build(case)
     state = scenario.state

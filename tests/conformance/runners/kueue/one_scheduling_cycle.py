@@ -11,11 +11,13 @@ from conformance.runners.kueue._scenario import (
     check_pending,
     flavor_assignment,
     requested_resources,
+    without_notes,
     without_pods,
 )
 
 
 def run(case: dict[str, Any], meta: dict[str, Any]) -> None:
+    case = without_notes(case)
     check_expected(
         case,
         {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.runners.kueue._scenario import NOW, build, check_expected
+from conformance.runners.kueue._scenario import NOW, build, check_expected, without_notes
 from gpupact.engine.admission.flavor_assigner import Assignment
 
 
@@ -22,6 +22,7 @@ def _parse(given: dict[str, dict[str, str]]) -> tuple[dict[str, dict[str, str]],
 
 
 def run(case: dict[str, Any], meta: dict[str, Any]) -> None:
+    case = without_notes(case)
     check_expected(case, {"admitted", "preempted", "left_pending"})
     scenario = build(case)
     state = scenario.state
