@@ -53,7 +53,7 @@ def test_pool_and_single_process_give_the_same_rows(base: Path) -> None:
 
 def test_ray_gives_the_same_rows(base: Path) -> None:
     try:
-        import ray  # noqa: F401
+        import ray
     except ImportError:
         if REQUIRED:
             pytest.fail("ray is not installed (the test extra installs it)")

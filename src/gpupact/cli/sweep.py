@@ -35,7 +35,8 @@ def sweep(
         [],
         "--policy",
         "-p",
-        help="NAME or NAME:path=value,... (e.g. binpack:scoring=MostAllocated); repeatable. Default: the scenario as written.",
+        help="NAME or NAME:path=value,... (e.g. binpack:scoring=MostAllocated); repeatable. "
+        "Default: the scenario as written.",
     ),
     seeds: str = typer.Option(
         "1-3", "--seeds", help="Seeds to run each policy with: 1-5, 1,3,9 or 7."
@@ -59,10 +60,7 @@ def sweep(
     ) as bar:  # fmt: skip
         task = bar.add_task("runs", total=len(items))
         advance = lambda: bar.advance(task)  # noqa: E731
-        if ray:
-            rows = run_ray(items, ray, advance)
-        else:
-            rows = run_local(items, workers or None, advance)
+        rows = run_ray(items, ray, advance) if ray else run_local(items, workers or None, advance)
     summary = aggregate(rows)
     if output is Output.text:
         table = Table(title=f"gpupact sweep: {len(items)} runs")
