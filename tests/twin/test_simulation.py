@@ -237,3 +237,18 @@ def test_run_until_advances_in_steps(tmp_path: Path) -> None:
     assert sim.now == 600
     sim.run_until(1200)
     assert sim.now == 1200 and sim.metrics.times[-1] <= 1200
+
+
+def test_jobs_from_an_openb_trace(tmp_path: Path) -> None:
+    (tmp_path / "pods.csv").write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+        "p0,1000,1024,1,500,,LS,Running,100,1300,100\n"
+        "p1,1000,1024,2,1000,,LS,Running,700,4300,700\n"
+        "p2,1000,1024,0,0,,LS,Running,800,900,800\n"
+        "p3,1000,1024,1,1000,,LS,Running,99999,100000,99999\n"
+    )
+    jobs = [{"trace": "pods.csv", "tenant": "lab", "class": "batch", "name": "tr"}]
+    sim, result = run(tmp_path, s=scenario(jobs=jobs))
+    runs = {name: (run.submitted, run.template.gpus_per_pod, run.duration) for name, run in sim.jobs.items()}
+    # GPU pods within the 2 h horizon only; shares take a whole GPU; run time = deletion - scheduled
+    assert runs == {"tr-g1-1": (0.0, 1.0, 1200.0), "tr-g2-1": (600.0, 2.0, 3600.0)}

@@ -94,6 +94,7 @@ class JobRun:
     node_selector: dict[str, str] = field(default_factory=dict)
     restarts: int = 0
     waiting_since: float = 0.0  # submitted, or last restarted / evicted
+    duration: float = 0.0  # how long its pods run once started
 
 
 class Simulation:
@@ -474,8 +475,13 @@ class Simulation:
         template = self.world.jobs[name]
         self.job_counter[name] += 1
         run_name = f"{name}-{self.job_counter[name]}"
-        run = JobRun(run_name, template, self.now, waiting_since=self.now)
-        run.duration = duration if duration is not None else template.duration_s  # type: ignore[attr-defined]
+        run = JobRun(
+            run_name,
+            template,
+            self.now,
+            waiting_since=self.now,
+            duration=duration if duration is not None else template.duration_s,
+        )
         self.jobs[run_name] = run
         if template.kueue_queue:
             workload = self.world.workload(template, run_name, int(self.now * 1000))
@@ -785,7 +791,7 @@ class Simulation:
         if job is None:
             return
         template = job.template
-        duration = getattr(job, "duration", template.duration_s)
+        duration = job.duration
         if template.min_member > 1:
             bound = sum(1 for k in job.pods if k in self.control.bound)
             if job.started is None and bound >= template.min_member:
