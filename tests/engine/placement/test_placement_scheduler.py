@@ -15,6 +15,7 @@ from gpupact.engine.placement import (
     Placement,
     Profile,
     Scheduler,
+    Unschedulable,
     choose_devices,
     explain,
     feasible_mask,
@@ -154,6 +155,28 @@ def test_fit_error_in_kube_scheduler_format():
     assert by_plugin["TaintToleration"].subject == "default/p"
     assert result.verdicts[0].detail == "untolerated taint t=x:NoSchedule"
     assert result.feasible == ()
+
+
+def test_cheap_refusal_mode_decides_the_same_and_skips_reasons():
+    """explain=False (per call or per scheduler) refuses with an Unschedulable marker; the
+    placements of every pod are those of the explaining scheduler."""
+    pods = [pod(f"p{i}", {"cpu": str(3 + i % 5)}) for i in range(12)]
+    outcomes = []
+    for scheduler in (Scheduler(uniform(3), seed=5), Scheduler(uniform(3), seed=5, explain=False)):
+        outcomes.append([scheduler.schedule_one(p) for p in pods])
+    explained, cheap = outcomes
+    assert any(isinstance(r, FitResult) for r in explained)
+    for a, b in zip(explained, cheap, strict=True):
+        if isinstance(a, Placement):
+            assert isinstance(b, Placement) and (a.node, a.score) == (b.node, b.score)
+        else:
+            assert isinstance(b, Unschedulable) and b.pod == a.pod and b.message == ""
+    state = uniform(1)
+    scheduler = Scheduler(state)
+    scheduler.schedule_one(pod("big", {"cpu": "12"}))
+    assert isinstance(scheduler.schedule_one(pod("x", {"cpu": "8"}), explain=False), Unschedulable)
+    assert isinstance(scheduler.schedule_one(pod("x", {"cpu": "8"})), FitResult)
+    assert isinstance(scheduler.with_state(state.copy()), Scheduler)
 
 
 def test_module_helpers():

@@ -142,6 +142,20 @@ class Strategy(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class Unschedulable:
+    """The cheap refusal (`schedule_one(..., explain=False)`): no node fits, and nothing is
+    computed about why. Callers that only count refusals (trace replays, what-ifs) skip the
+    FitError histogram; `Scheduler.explain(pod)` gives the reasons when they are wanted."""
+
+    pod: str
+    feasible_nodes: int = 0
+
+    @property
+    def message(self) -> str:
+        return ""
+
+
+@dataclass(frozen=True, slots=True)
 class Placement:
     """Where the pod goes: node, devices, the winning total score and the binding (when
     bound)."""
@@ -213,7 +227,9 @@ def _shape_cache_limit(num_nodes: int) -> int:
 
 class Scheduler:
     """`Scheduler(state, "default" | Profile | strategy)`; `schedule_one(pod)` places (and by
-    default binds) one pod: a Placement, or a FitResult with the kube-scheduler reasons."""
+    default binds) one pod: a Placement, or a FitResult with the kube-scheduler reasons.
+    `explain=False` (here or per call) refuses with an `Unschedulable` marker instead, without
+    building the reasons."""
 
     def __init__(
         self,
@@ -221,8 +237,10 @@ class Scheduler:
         profile: str | Profile | Strategy = "default",
         *,
         seed: int = 0,
+        explain: bool = True,
     ) -> None:
         self.state = state
+        self.explain_refusals = explain
         self.strategy: Strategy | None = None
         self._view_strategy = False  # the strategy scores a strategies.base.NodeView
         if isinstance(profile, Profile):
@@ -261,13 +279,19 @@ class Scheduler:
         self._spread: dict[tuple, _Versioned] = {}
         self._counts: dict[tuple, _Versioned] = {}
         self._affinity: dict[tuple, _Versioned] = {}
-        self._affinity_infos: dict[int, tuple[Binding, ipa.PodAffinityInfo]] = {}
+        self._affinity_scores: dict[tuple, _Versioned] = {}
         self._view: tuple[tuple[int, int, int], Any] | None = None
 
     # --- public API -----------------------------------------------------------------------
 
-    def schedule_one(self, pod: Pod, *, bind: bool = True) -> Placement | FitResult:
-        """Filter, score and select a node for `pod`; bind it there unless `bind=False`."""
+    def schedule_one(
+        self, pod: Pod, *, bind: bool = True, explain: bool | None = None
+    ) -> Placement | FitResult | Unschedulable:
+        """Filter, score and select a node for `pod`; bind it there unless `bind=False`.
+        A refusal is a FitResult, or an `Unschedulable` marker when `explain` is False
+        (default: the constructor's `explain`)."""
+        if explain is None:
+            explain = self.explain_refusals
         shape = compile_pod(pod)
         entry = self._entry(shape)
         extra = self._global_filters(shape)
@@ -275,7 +299,7 @@ class Scheduler:
             combined = entry.combined
             best = int(combined[combined.argmax()]) if combined.size else -1
             if best < 0:
-                return self._fit_error(shape, entry, None)
+                return self._fit_error(shape, entry, None) if explain else Unschedulable(pod.key)
             ties = np.flatnonzero(entry.combined == best)
             node = self._pick(ties)
             total = best + self._constant_score()
@@ -283,7 +307,7 @@ class Scheduler:
         feasible = entry.feasible if extra is None else entry.feasible & extra[0]
         candidates = np.flatnonzero(feasible)
         if candidates.size == 0:
-            return self._fit_error(shape, entry, extra)
+            return self._fit_error(shape, entry, extra) if explain else Unschedulable(pod.key)
         candidates = self._sample(feasible, candidates)
         scores = self._scores(shape, entry, candidates)
         best = int(scores.max())
@@ -325,7 +349,7 @@ class Scheduler:
     def with_state(self, state: ClusterState) -> Scheduler:
         """The same profile/strategy on another state (a copy for a what-if)."""
         profile: Any = self.strategy if self.strategy is not None else self.profile
-        other = Scheduler(state, profile)
+        other = Scheduler(state, profile, explain=self.explain_refusals)
         other.rng.setstate(self.rng.getstate())
         return other
 
@@ -559,51 +583,53 @@ class Scheduler:
         cached.version = state.version
         return prefilter
 
-    def _affinity_info(self, binding: Binding) -> ipa.PodAffinityInfo:
-        if not binding.pod_affinity:
-            return ipa.NO_AFFINITY
-        hit = self._affinity_infos.get(id(binding))
-        if hit is not None and hit[0] is binding:
-            return hit[1]
-        info = ipa.pod_affinity_info(binding.pod)
-        if len(self._affinity_infos) > 8 * _CACHE_LIMIT:
-            self._affinity_infos.clear()
-        self._affinity_infos[id(binding)] = (binding, info)
-        return info
-
     def _existing(self, binding: Binding) -> ipa.ExistingPod:
-        return ipa.ExistingPod(
-            binding.pod, self._affinity_info(binding), self.state.nodes[binding.node].labels
-        )
+        info = ipa.pod_affinity_info(binding.pod) if binding.pod_affinity else ipa.NO_AFFINITY
+        return ipa.ExistingPod(binding.pod, info, self.state.nodes[binding.node].labels)
+
+    def _incremental(
+        self, cache: dict, key: Any, build: Any, every_pod: bool
+    ) -> ipa.FilterState | ipa.ScoreState:
+        """A per-pod-key InterPodAffinity state (PreFilter or PreScore counts), built once over
+        the bound pods and then fed only the binds/unbinds since its last use, as upstream's
+        AddPod/RemovePod. `every_pod` False: only pods declaring (anti-)affinity can count."""
+        state = self.state
+        hashable = _hashable(key)
+        cached = cache.get(key) if hashable else None
+        changes = self._pending(cached)
+        if cached is None or changes is None:
+            result = build()
+            bindings = state.bindings() if every_pod else state.affinity_bindings.values()
+            for binding in bindings:
+                result.update(self._existing(binding), 1)
+            if hashable:
+                versioned = _Versioned(state.uid, state.static_version, state.version, result)
+                _bounded_put(cache, key, versioned, _shape_cache_limit(state.num_nodes))
+            return result
+        result = cached.value
+        for _, delta, binding in changes:
+            if every_pod or binding.pod_affinity:
+                result.update(self._existing(binding), delta)
+        cached.version = state.version
+        return result
 
     def _affinity_state(self, shape: PodShape) -> ipa.FilterState | None:
         state = self.state
         info = shape.affinity
-        required = info.required_affinity or info.required_anti_affinity
+        required = bool(info.required_affinity or info.required_anti_affinity)
         if not required and not state.affinity_bindings:
             return None
         pod = shape.pod
-        if not required:
-            # only existing pods' anti-affinity can refuse: few pods, counted afresh
-            existing = (self._existing(b) for b in state.affinity_bindings.values())
-            result = ipa.prefilter(pod, info, existing, state.namespace_labels_of)
-            return None if result.skip else result
+        # the counts depend on the pod only through (namespace, labels, terms)
         key = (pod.namespace, tuple(sorted(pod.labels.items())), info)
-        hashable = _hashable(key)
-        cached = self._affinity.get(key) if hashable else None
-        changes = self._pending(cached)
-        if cached is None or changes is None:
-            existing = (self._existing(b) for b in state.bindings())
-            result = ipa.prefilter(pod, info, existing, state.namespace_labels_of)
-            if hashable:
-                versioned = _Versioned(state.uid, state.static_version, state.version, result)
-                _bounded_put(self._affinity, key, versioned)
-            return result
-        # counts depend on the pod only through the key (namespace, labels, terms)
-        for _, delta, binding in changes:
-            cached.value.update(self._existing(binding), delta)
-        cached.version = state.version
-        return cached.value
+        result = self._incremental(
+            self._affinity,
+            key,
+            lambda: ipa.FilterState(pod, info, state.namespace_labels_of, state.labels),
+            every_pod=required,
+        )
+        assert isinstance(result, ipa.FilterState)
+        return None if result.skip else result
 
     def _pending(self, cached: _Versioned | None) -> list | None:
         """The changes a cached value has not seen, or None when it must be rebuilt."""
@@ -716,17 +742,24 @@ class Scheduler:
         info = shape.affinity
         if not info.has_preferred and not state.affinity_bindings:
             return np.zeros(candidates.shape[0], dtype=np.int64)
-        bindings = state.bindings() if info.has_preferred else state.affinity_bindings.values()
-        scores = ipa.topology_scores(
-            shape.pod,
-            info,
-            (self._existing(b) for b in bindings),
-            state.namespace_labels_of,
-            self.profile.hard_pod_affinity_weight,
+        pod = shape.pod
+        key = (pod.namespace, tuple(sorted(pod.labels.items())), info)
+        result = self._incremental(
+            self._affinity_scores,
+            key,
+            lambda: ipa.ScoreState(
+                pod,
+                info,
+                state.namespace_labels_of,
+                self.profile.hard_pod_affinity_weight,
+                state.labels,
+            ),
+            every_pod=info.has_preferred,
         )
-        if not scores:
+        assert isinstance(result, ipa.ScoreState)
+        if not result.scores:
             return np.zeros(candidates.shape[0], dtype=np.int64)
-        raw = ipa.raw_scores(scores, state.labels, state.num_nodes)
+        raw = result.raw_scores(state.labels, state.num_nodes)
         return ipa.normalize(raw[candidates])
 
     # --- select and bind -------------------------------------------------------------------

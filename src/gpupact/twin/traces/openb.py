@@ -381,7 +381,7 @@ def replay(
     shuffled = [nodes[i] for i in streams.nodes.permutation(len(nodes))]
     state = build_state(shuffled)
     strategy = strategy_for(streams)
-    scheduler = Scheduler(state, strategy)
+    scheduler = Scheduler(state, strategy, explain=False)  # refusals are only counted
     arrived = np.zeros(len(order), dtype=np.int64)
     allocated = np.zeros(len(order), dtype=np.int64)
     total = failed = failed_milli = 0

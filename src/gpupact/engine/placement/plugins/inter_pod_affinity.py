@@ -24,7 +24,6 @@ selector on that pod's namespace labels gives the same answer.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -108,18 +107,92 @@ class ExistingPod:
     node_labels: Mapping[str, str]
 
 
+class PairCounts:
+    """Counts per topology pair (key, value), upstream's topologyToMatchedTermCount. With a
+    LabelIndex attached it also keeps, per key, an int64 column over the key's value ids
+    (slot 0: nodes lacking the key, always 0), so a mask over every node is one lookup instead
+    of a walk over the pairs. Pairs whose count returns to 0 are dropped (truthiness: any pair
+    counted)."""
+
+    __slots__ = ("counts", "index", "tables")
+
+    def __init__(self, index: Any = None) -> None:
+        self.counts: dict[Pair, int] = {}
+        self.index = index
+        self.tables: dict[str, np.ndarray] = {}
+
+    def add(self, key: str, value: str, delta: int) -> None:
+        pair = (key, value)
+        count = self.counts.get(pair, 0) + delta
+        if count == 0:
+            self.counts.pop(pair, None)
+        else:
+            self.counts[pair] = count
+        index = self.index
+        if index is not None:
+            vid = index.value_id(key, value)
+            if vid >= 0:
+                table = self.tables.get(key)
+                if table is None:
+                    table = np.zeros(len(index.values[key]) + 1, dtype=np.int64)
+                    self.tables[key] = table
+                table[vid + 1] += delta
+
+    def get(self, pair: Pair, default: int = 0) -> int:
+        return self.counts.get(pair, default)
+
+    def items(self):
+        return self.counts.items()
+
+    def __bool__(self) -> bool:
+        return bool(self.counts)
+
+    def __len__(self) -> int:
+        return len(self.counts)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to another PairCounts or a plain mapping with the same nonzero counts."""
+        if isinstance(other, PairCounts):
+            return self.counts == other.counts
+        return isinstance(other, Mapping) and self.counts == dict(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def copy(self) -> PairCounts:
+        other = PairCounts(self.index)
+        other.counts = dict(self.counts)
+        other.tables = {k: t.copy() for k, t in self.tables.items()}
+        return other
+
+    def keys(self) -> set[str]:
+        return {key for key, _ in self.counts}
+
+    def column(self, key: str, index: Any) -> np.ndarray:
+        """int64[N]: the count of each node's pair for `key` (0 where the node lacks it)."""
+        col = index.column(key)
+        if self.index is index:
+            table = self.tables.get(key)
+            if table is None:
+                return np.zeros(col.shape[0], dtype=np.int64)
+            return table[col + 1]
+        return _pair_table(self.counts, index, key)[col + 1]
+
+
 class FilterState:
-    """PreFilter counts for one incoming pod; `update` is upstream's AddPod/RemovePod."""
+    """PreFilter counts for one incoming pod; `update` is upstream's AddPod/RemovePod. `index`
+    (the ClusterState's LabelIndex) keeps numpy columns for `filter_statuses`."""
 
     __slots__ = ("affinity", "anti_affinity", "existing_anti", "info", "ns_labels", "pod")
 
-    def __init__(self, pod: Pod, info: PodAffinityInfo, ns_labels: NamespaceLabels) -> None:
+    def __init__(
+        self, pod: Pod, info: PodAffinityInfo, ns_labels: NamespaceLabels, index: Any = None
+    ) -> None:
         self.pod = pod
         self.info = info
         self.ns_labels = ns_labels
-        self.existing_anti: Counter[Pair] = Counter()
-        self.affinity: Counter[Pair] = Counter()
-        self.anti_affinity: Counter[Pair] = Counter()
+        self.existing_anti = PairCounts(index)
+        self.affinity = PairCounts(index)
+        self.anti_affinity = PairCounts(index)
 
     @property
     def skip(self) -> bool:
@@ -133,25 +206,30 @@ class FilterState:
     def update(self, existing: ExistingPod, delta: int) -> None:
         node_labels = existing.node_labels
         pod = self.pod
-        incoming_ns = self.ns_labels(pod.namespace)
-        for term in existing.info.required_anti_affinity:
-            if term.matches(pod.namespace, pod.labels, incoming_ns):
-                _bump(self.existing_anti, node_labels, term.topology_key, delta)
+        anti_terms = existing.info.required_anti_affinity
+        if anti_terms:
+            incoming_ns = self.ns_labels(pod.namespace)
+            for term in anti_terms:
+                if term.matches(pod.namespace, pod.labels, incoming_ns):
+                    _bump(self.existing_anti, node_labels, term.topology_key, delta)
+        terms = self.info.required_affinity
+        own_anti = self.info.required_anti_affinity
+        if not terms and not own_anti:
+            return
         other = existing.pod
         other_ns = self.ns_labels(other.namespace)
-        terms = self.info.required_affinity
         if terms and all(t.matches(other.namespace, other.labels, other_ns) for t in terms):
             for term in terms:
                 _bump(self.affinity, node_labels, term.topology_key, delta)
-        for term in self.info.required_anti_affinity:
+        for term in own_anti:
             if term.matches(other.namespace, other.labels, other_ns):
                 _bump(self.anti_affinity, node_labels, term.topology_key, delta)
 
     def copy(self) -> FilterState:
         other = FilterState(self.pod, self.info, self.ns_labels)
-        other.existing_anti = Counter(self.existing_anti)
-        other.affinity = Counter(self.affinity)
-        other.anti_affinity = Counter(self.anti_affinity)
+        other.existing_anti = self.existing_anti.copy()
+        other.affinity = self.affinity.copy()
+        other.anti_affinity = self.anti_affinity.copy()
         return other
 
     def matches_own_terms(self) -> bool:
@@ -184,16 +262,10 @@ class FilterState:
         return SUCCESS
 
 
-def _bump(counts: Counter[Pair], node_labels: Mapping[str, str], key: str, delta: int) -> None:
+def _bump(counts: PairCounts, node_labels: Mapping[str, str], key: str, delta: int) -> None:
     value = node_labels.get(key)
-    if value is None:
-        return
-    pair = (key, value)
-    count = counts.get(pair, 0) + delta
-    if count == 0:
-        counts.pop(pair, None)
-    else:
-        counts[pair] = count
+    if value is not None:
+        counts.add(key, value, delta)
 
 
 def prefilter(
@@ -201,10 +273,11 @@ def prefilter(
     info: PodAffinityInfo,
     existing: Iterable[ExistingPod],
     ns_labels: NamespaceLabels = _default_ns_labels,
+    index: Any = None,
 ) -> FilterState:
     """Counts over every existing pod (upstream visits only pods with required anti-affinity for
     the first map; the others add nothing to it)."""
-    state = FilterState(pod, info, ns_labels)
+    state = FilterState(pod, info, ns_labels, index)
     for other in existing:
         state.update(other, 1)
     return state
@@ -215,7 +288,8 @@ def prefilter(
 
 def filter_statuses(state: FilterState, index: Any, n: int) -> np.ndarray:
     """Per node: 0 passes, 1 affinity, 2 anti-affinity, 3 existing anti-affinity (first failing
-    check, as Filter). `index` is the ClusterState's LabelIndex."""
+    check, as Filter). `index` is the ClusterState's LabelIndex; a state built on it answers
+    from its count columns (no walk over the pairs)."""
     out = np.zeros(n, dtype=np.int8)
     if state.skip:
         return out
@@ -224,24 +298,20 @@ def filter_statuses(state: FilterState, index: Any, n: int) -> np.ndarray:
         missing = np.zeros(n, dtype=np.bool_)
         exists = np.ones(n, dtype=np.bool_)
         for term in terms:
-            col = index.column(term.topology_key)
-            missing |= col < 0
-            exists &= _pair_table(state.affinity, index, term.topology_key)[col + 1] > 0
+            missing |= index.column(term.topology_key) < 0
+            exists &= state.affinity.column(term.topology_key, index) > 0
         self_ok = not state.affinity and state.matches_own_terms()
         fail = missing | (~exists & (not self_ok))
         out[fail] = 1
     if state.anti_affinity:
         fail = np.zeros(n, dtype=np.bool_)
         for term in state.info.required_anti_affinity:
-            col = index.column(term.topology_key)
-            fail |= _pair_table(state.anti_affinity, index, term.topology_key)[col + 1] > 0
+            fail |= state.anti_affinity.column(term.topology_key, index) > 0
         out[(out == 0) & fail] = 2
     if state.existing_anti:
         fail = np.zeros(n, dtype=np.bool_)
-        for (key, value), count in state.existing_anti.items():
-            vid = index.value_id(key, value)
-            if count > 0 and vid >= 0:
-                fail |= index.column(key) == vid
+        for key in state.existing_anti.keys():
+            fail |= state.existing_anti.column(key, index) > 0
         out[(out == 0) & fail] = 3
     return out
 
@@ -264,6 +334,70 @@ def _pair_table(counts: Mapping[Pair, int], index: Any, key: str) -> np.ndarray:
 # --- Score ----------------------------------------------------------------------------------
 
 
+class ScoreState:
+    """PreScore's topologyScore for one incoming pod, kept up to date by `update(existing,
+    +1/-1)` as pods bind and leave: per topology pair, the summed weights of the pod's preferred
+    terms matching existing pods (anti-affinity negative), existing pods' required affinity terms
+    matching the pod (hardPodAffinityWeight) and their preferred terms (+/- weight)."""
+
+    __slots__ = ("hard_weight", "incoming_ns", "info", "ns_labels", "pod", "scores")
+
+    def __init__(
+        self,
+        pod: Pod,
+        info: PodAffinityInfo,
+        ns_labels: NamespaceLabels = _default_ns_labels,
+        hard_pod_affinity_weight: int = DEFAULT_HARD_POD_AFFINITY_WEIGHT,
+        index: Any = None,
+    ) -> None:
+        self.pod = pod
+        self.info = info
+        self.ns_labels = ns_labels
+        self.hard_weight = hard_pod_affinity_weight
+        self.incoming_ns = ns_labels(pod.namespace)
+        self.scores = PairCounts(index)
+
+    def update(self, other: ExistingPod, delta: int) -> None:
+        node = other.node_labels
+        if not node:
+            return
+        info = self.info
+        scores = self.scores
+        if info.preferred_affinity or info.preferred_anti_affinity:
+            o = other.pod
+            o_ns = self.ns_labels(o.namespace)
+            for wt in info.preferred_affinity:
+                if wt.term.matches(o.namespace, o.labels, o_ns):
+                    _bump(scores, node, wt.term.topology_key, wt.weight * delta)
+            for wt in info.preferred_anti_affinity:
+                if wt.term.matches(o.namespace, o.labels, o_ns):
+                    _bump(scores, node, wt.term.topology_key, -wt.weight * delta)
+        theirs = other.info
+        if not (
+            theirs.required_affinity or theirs.preferred_affinity or theirs.preferred_anti_affinity
+        ):
+            return
+        pod = self.pod
+        incoming_ns = self.incoming_ns
+        if self.hard_weight > 0:
+            for term in theirs.required_affinity:
+                if term.matches(pod.namespace, pod.labels, incoming_ns):
+                    _bump(scores, node, term.topology_key, self.hard_weight * delta)
+        for wt in theirs.preferred_affinity:
+            if wt.term.matches(pod.namespace, pod.labels, incoming_ns):
+                _bump(scores, node, wt.term.topology_key, wt.weight * delta)
+        for wt in theirs.preferred_anti_affinity:
+            if wt.term.matches(pod.namespace, pod.labels, incoming_ns):
+                _bump(scores, node, wt.term.topology_key, -wt.weight * delta)
+
+    def raw_scores(self, index: Any, n: int) -> np.ndarray:
+        """Score: per node, the sum over the keys of its pair's total."""
+        out = np.zeros(n, dtype=np.int64)
+        for key in self.scores.keys():
+            out += self.scores.column(key, index)
+        return out
+
+
 def topology_scores(
     pod: Pod,
     info: PodAffinityInfo,
@@ -271,35 +405,15 @@ def topology_scores(
     ns_labels: NamespaceLabels = _default_ns_labels,
     hard_pod_affinity_weight: int = DEFAULT_HARD_POD_AFFINITY_WEIGHT,
 ) -> dict[str, dict[str, int]]:
-    """PreScore: topology key -> value -> summed weight. `existing`: every bound pod when the
-    pod has preferred terms, else the bound pods that declare any pod (anti-)affinity."""
-    scores: dict[str, dict[str, int]] = {}
-
-    def add(term: PodAffinityTerm, weight: int, ns: str, labels: Mapping[str, str], nsl, node):
-        if term.matches(ns, labels, nsl):
-            value = node.get(term.topology_key)
-            if value is not None:
-                per = scores.setdefault(term.topology_key, {})
-                per[value] = per.get(value, 0) + weight
-
-    incoming_ns = ns_labels(pod.namespace)
+    """PreScore: topology key -> value -> summed weight (pairs summing to 0 are left out: they
+    add nothing to any node). `existing`: every bound pod when the pod has preferred terms,
+    else the bound pods that declare any pod (anti-)affinity."""
+    state = ScoreState(pod, info, ns_labels, hard_pod_affinity_weight)
     for other in existing:
-        node = other.node_labels
-        if not node:
-            continue
-        o = other.pod
-        o_ns = ns_labels(o.namespace)
-        for wt in info.preferred_affinity:
-            add(wt.term, wt.weight, o.namespace, o.labels, o_ns, node)
-        for wt in info.preferred_anti_affinity:
-            add(wt.term, -wt.weight, o.namespace, o.labels, o_ns, node)
-        if hard_pod_affinity_weight > 0:
-            for term in other.info.required_affinity:
-                add(term, hard_pod_affinity_weight, pod.namespace, pod.labels, incoming_ns, node)
-        for wt in other.info.preferred_affinity:
-            add(wt.term, wt.weight, pod.namespace, pod.labels, incoming_ns, node)
-        for wt in other.info.preferred_anti_affinity:
-            add(wt.term, -wt.weight, pod.namespace, pod.labels, incoming_ns, node)
+        state.update(other, 1)
+    scores: dict[str, dict[str, int]] = {}
+    for (key, value), total in state.scores.items():
+        scores.setdefault(key, {})[value] = total
     return scores
 
 
@@ -310,14 +424,6 @@ def raw_score(scores: Mapping[str, Mapping[str, int]], node_labels: Mapping[str,
         if value is not None:
             total += per_value.get(value, 0)
     return total
-
-
-def raw_scores(scores: Mapping[str, Mapping[str, int]], index: Any, n: int) -> np.ndarray:
-    out = np.zeros(n, dtype=np.int64)
-    for key, per_value in scores.items():
-        col = index.column(key)
-        out += _pair_table({(key, v): c for v, c in per_value.items()}, index, key)[col + 1]
-    return out
 
 
 def normalize(raw: Sequence[int] | np.ndarray) -> np.ndarray:
