@@ -34,7 +34,7 @@ from gpupact.engine.placement import Placement, Scheduler
 from gpupact.kube.objects import Pod, parse_pod
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from throughput import machine  # noqa: E402  (the machine line of the other benchmarks)
+from throughput import machine  # the machine line of the other benchmarks
 
 BEGIN = "<!-- affinity:begin -->"
 END = "<!-- affinity:end -->"

@@ -42,6 +42,7 @@ _CHAIN_PLUGINS = {
     "NodeAffinity",
     "NodeResourcesFit",
     "PodTopologySpread",
+    "InterPodAffinity",
 }
 _POD_KEYS = {
     "name",
@@ -60,6 +61,7 @@ _POD_KEYS = {
     "conditions",
     "tolerations",
     "nodeSelector",
+    "affinity",
 }
 _NODE_KEYS = {"name", "allocatable", "capacity", "labels", "taints", "unschedulable"}
 
@@ -86,7 +88,13 @@ def pod_json(pod: dict[str, Any]) -> dict[str, Any]:
         spec["containers"] = [{"name": "c", "resources": {"requests": pod["requests"]}}]
     if pod.get("priority") is not None:
         spec["priority"] = pod["priority"]
-    for key in ("nodeName", "preemptionPolicy", "topologySpreadConstraints", "tolerations"):
+    for key in (
+        "nodeName",
+        "preemptionPolicy",
+        "topologySpreadConstraints",
+        "tolerations",
+        "affinity",
+    ):
         if pod.get(key) is not None:
             spec[key] = pod[key]
     if pod.get("nodeSelector"):
@@ -132,9 +140,20 @@ def _check_plugins(case: dict[str, Any], preemptor: Pod) -> None:
         pytest.skip(f"not modelled: filter plugin(s) {sorted(unknown)}")
     if preemptor.topology_spread_constraints and "PodTopologySpread" not in plugins:
         pytest.skip("not modelled: spread constraints with PodTopologySpread disabled")
+    if "InterPodAffinity" not in plugins and _declares_pod_affinity(case):
+        pytest.skip("not modelled: pod (anti-)affinity with InterPodAffinity disabled")
     for key in ("extender", "extenders", "fakeFilterRC"):
         if case.get(key):
             pytest.skip(f"not modelled: {key}")
+
+
+def _declares_pod_affinity(case: dict[str, Any]) -> bool:
+    pods = [case["preemptor"], *(case.get("running_pods") or [])]
+    return any(
+        key in (pod.get("affinity") or {})
+        for pod in pods
+        for key in ("podAffinity", "podAntiAffinity")
+    )
 
 
 def _build(case: dict[str, Any]) -> tuple[Pod, list[Node], PreemptionSnapshot]:

@@ -15,13 +15,29 @@ from gpupact.kube.taints import (
     taint_toleration_filter,
 )
 
-# The vector names the inclusion filter an upstream test passed; None is Go's nil filter.
-_INCLUSION: dict[str, Callable[[Taint], bool] | None] = {
-    "NoSchedule|NoExecute": do_not_schedule_taint,
-    "all": lambda _taint: True,
-    "all (nil filter)": None,
-    "none": lambda _taint: False,
-}
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def inclusion_filter(name: str) -> Callable[[Taint], bool] | None:
+    """The vector's inclusion-filter grammar (kubernetes.json `_meta.conventions`): "all",
+    "all (nil filter)" (Go's nil filter: None), "none", effects joined by "|", or one effect
+    followed by "-only". The plugin's own NoSchedule|NoExecute filter is the project's
+    `do_not_schedule_taint` (the Filter branch checks it is that one)."""
+    if name == "all":
+        return lambda _taint: True
+    if name == "all (nil filter)":
+        return None
+    if name == "none":
+        return lambda _taint: False
+    effects = name.removesuffix("-only").split("|") if name.endswith("-only") else name.split("|")
+    if name.endswith("-only") and len(effects) != 1:
+        pytest.skip(f"not modelled: inclusion filter {name!r}")
+    if any(e not in EFFECTS for e in effects):
+        pytest.skip(f"not modelled: inclusion filter {name!r}")
+    if sorted(effects) == ["NoExecute", "NoSchedule"]:
+        return do_not_schedule_taint
+    chosen = frozenset(effects)
+    return lambda taint: taint.effect in chosen
 
 
 def run(case: dict, meta: dict) -> None:
@@ -31,9 +47,7 @@ def run(case: dict, meta: dict) -> None:
     enable = case["enable_comparison_operators"]
     expected = case["expected"]
     name = case["inclusion_filter"]
-    if name not in _INCLUSION:
-        pytest.skip(f"not modelled: inclusion filter {name!r}")
-    include = _INCLUSION[name]
+    include = inclusion_filter(name)
 
     if "status_code" in expected:
         # the plugin's Filter, which always uses the NoSchedule|NoExecute filter

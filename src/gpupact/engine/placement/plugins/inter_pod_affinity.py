@@ -164,7 +164,7 @@ class PairCounts:
         other.tables = {k: t.copy() for k, t in self.tables.items()}
         return other
 
-    def keys(self) -> set[str]:
+    def topology_keys(self) -> set[str]:
         return {key for key, _ in self.counts}
 
     def column(self, key: str, index: Any) -> np.ndarray:
@@ -310,7 +310,7 @@ def filter_statuses(state: FilterState, index: Any, n: int) -> np.ndarray:
         out[(out == 0) & fail] = 2
     if state.existing_anti:
         fail = np.zeros(n, dtype=np.bool_)
-        for key in state.existing_anti.keys():
+        for key in state.existing_anti.topology_keys():
             fail |= state.existing_anti.column(key, index) > 0
         out[(out == 0) & fail] = 3
     return out
@@ -393,7 +393,7 @@ class ScoreState:
     def raw_scores(self, index: Any, n: int) -> np.ndarray:
         """Score: per node, the sum over the keys of its pair's total."""
         out = np.zeros(n, dtype=np.int64)
-        for key in self.scores.keys():
+        for key in self.scores.topology_keys():
             out += self.scores.column(key, index)
         return out
 
