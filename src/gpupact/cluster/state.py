@@ -46,6 +46,7 @@ from gpupact.cluster.devices import (
     node_gpu_spec,
 )
 from gpupact.errors import FieldError
+from gpupact.kube.host_ports import UsedPorts
 from gpupact.kube.objects import Node, Pod
 from gpupact.kube.requests import (
     CPU,
@@ -279,6 +280,8 @@ class ClusterState:
         self._pods: list[tuple[Binding, ...]] = []
         self._by_key: dict[str, Binding] = {}
         self.affinity_bindings: dict[int, Binding] = {}  # id(binding) -> binding
+        self.used_ports: dict[int, UsedPorts] = {}  # node -> host ports of its pods (NodePorts)
+        self.nominated: dict[str, tuple[Pod, int]] = {}  # pod key -> (pod, node): nominations
         self._seq = 0
         self.version = 0
         self.static_version = 0
@@ -297,7 +300,8 @@ class ClusterState:
     ) -> ClusterState:
         """From kube Node objects and the pods bound to them (`spec.nodeName`; finished pods
         and pods on unknown nodes are skipped). `devices` gives known device indices per pod
-        key; other GPU pods get devices by the default choice, in the order given."""
+        key; other GPU pods get devices by the default choice, in the order given. Pending pods
+        with status.nominatedNodeName on a known node become nominations (`nominate`)."""
         nodes = list(nodes)
         resources: set[str] = set()
         specs = []
@@ -345,6 +349,9 @@ class ClusterState:
         seq = self._seq
         for pod in pods:
             if not pod.holds_resources:
+                nominated = index.get(pod.nominated_node_name) if not pod.assigned else None
+                if nominated is not None and pod.phase == "Pending" and not pod.terminating:
+                    self.nominated[pod.key] = (pod, nominated)
                 continue
             node = index.get(pod.node_name)
             if node is None:
@@ -378,6 +385,8 @@ class ClusterState:
             by_key[key] = binding
             if binding.pod_affinity:
                 self.affinity_bindings[id(binding)] = binding
+            if pod.host_ports:
+                self._use_ports(node, pod, 1)
             rows.append(node)
             usage_ids.append(id(usage))
             usages.setdefault(id(usage), usage)
@@ -776,6 +785,9 @@ class ClusterState:
         self._by_key[key] = binding
         if binding.pod_affinity:
             self.affinity_bindings[id(binding)] = binding
+        if pod.host_ports:
+            self._use_ports(node, pod, 1)
+        self.nominated.pop(key, None)  # bound: no longer only nominated
         self._record(node, 1, binding)
         return binding
 
@@ -795,7 +807,31 @@ class ClusterState:
         self._pods[node] = tuple(b for b in self._pods[node] if b is not binding)
         del self._by_key[binding.key]
         self.affinity_bindings.pop(id(binding), None)
+        if binding.pod.host_ports:
+            self._use_ports(node, binding.pod, -1)
         self._record(node, -1, binding)
+
+    def _use_ports(self, node: int, pod: Pod, delta: int) -> None:
+        used = self.used_ports.get(node)
+        if used is None:
+            used = self.used_ports[node] = UsedPorts()
+        used.add(pod.host_ports, delta)
+        if not used:
+            del self.used_ports[node]
+
+    # --- nominations (pods preemption made room for; the scheduler counts them as placed) ----
+
+    def nominate(self, pod: Pod, node: int) -> None:
+        """`pod` waits for `node` (status.nominatedNodeName): the filters of pods with no
+        higher priority see it there (RunFilterPluginsWithNominatedPods)."""
+        if not 0 <= node < len(self.nodes):
+            raise ValueError(f"no node at row {node}")
+        if pod.key in self._by_key:
+            raise ValueError(f"pod {pod.key} is already bound")
+        self.nominated[pod.key] = (pod, node)
+
+    def clear_nomination(self, pod_key: str) -> None:
+        self.nominated.pop(pod_key, None)
 
     def unbind_pod(self, pod_key: str) -> Binding:
         binding = self._by_key.get(pod_key)
@@ -901,6 +937,8 @@ class ClusterState:
         other._pods = list(self._pods)
         other._by_key = dict(self._by_key)
         other.affinity_bindings = dict(self.affinity_bindings)
+        other.used_ports = {node: used.copy() for node, used in self.used_ports.items()}
+        other.nominated = dict(self.nominated)
         other.namespace_labels = {k: dict(v) for k, v in self.namespace_labels.items()}
         other._log = []
         other._log_base = self.version

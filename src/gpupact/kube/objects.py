@@ -20,6 +20,7 @@ from gpupact.kube.fields import (
     string,
     string_map,
 )
+from gpupact.kube.host_ports import HostPort, parse_host_ports
 from gpupact.kube.pod_affinity import PodAffinity, parse_pod_affinity
 from gpupact.kube.requests import (
     PodFootprint,
@@ -37,6 +38,15 @@ from gpupact.kube.topology_spread import (
 )
 
 DEFAULT_SCHEDULER = "default-scheduler"
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerRef:
+    """metadata.ownerReferences[] (the fields the scheduler's default spreading reads)."""
+
+    api_version: str
+    kind: str
+    name: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +88,10 @@ class Pod:
     creation_timestamp: str = ""
     start_time: str = ""
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    host_ports: tuple[HostPort, ...] = ()
+    nominated_node_name: str = ""  # status.nominatedNodeName (set by preemption)
+    controller: OwnerRef | None = None  # the ownerReference with controller: true
+    claims: tuple[str, ...] = ()  # persistentVolumeClaim claimNames of spec.volumes
 
     @property
     def key(self) -> str:
@@ -235,4 +249,37 @@ def parse_pod(obj: dict[str, Any]) -> Pod:
         creation_timestamp=string(meta.get("creationTimestamp"), ("metadata", "creationTimestamp")),
         start_time=string(status.get("startTime"), ("status", "startTime")),
         raw=obj,
+        host_ports=parse_host_ports(spec.get("containers"), spec.get("initContainers")),
+        nominated_node_name=string(
+            status.get("nominatedNodeName"), ("status", "nominatedNodeName")
+        ),
+        controller=_controller(meta.get("ownerReferences")),
+        claims=_claims(spec.get("volumes")),
     )
+
+
+def _controller(refs: Any) -> OwnerRef | None:
+    """metav1.GetControllerOf: the first ownerReference with controller: true."""
+    path = ("metadata", "ownerReferences")
+    for i, item in enumerate(optional_list(refs, path)):
+        ref = optional_mapping(item, (*path, i))
+        if ref.get("controller") is True:
+            return OwnerRef(
+                string(ref.get("apiVersion"), (*path, i, "apiVersion")),
+                string(ref.get("kind"), (*path, i, "kind")),
+                string(ref.get("name"), (*path, i, "name")),
+            )
+    return None
+
+
+def _claims(volumes: Any) -> tuple[str, ...]:
+    path = ("spec", "volumes")
+    out = []
+    for i, item in enumerate(optional_list(volumes, path)):
+        claim = optional_mapping(item, (*path, i)).get("persistentVolumeClaim")
+        if claim is not None:
+            where = (*path, i, "persistentVolumeClaim")
+            out.append(
+                string(optional_mapping(claim, where).get("claimName"), (*where, "claimName"))
+            )
+    return tuple(out)

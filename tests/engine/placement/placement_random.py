@@ -5,8 +5,8 @@ cordons, allocatable (incl. a node without ephemeral-storage and one with an ext
 resource), and GPUs in every sharing mode (exclusive, fractional, time-sliced, MIG, NVLink).
 Pods vary node selectors, required/preferred node affinity with every operator and
 matchFields, tolerations, nodeName, requests (cpu, memory, ephemeral-storage, GPUs, GPU-milli,
-MIG slices, an unknown extended resource), topology spread constraints and inter-pod
-(anti-)affinity.
+MIG slices, an unknown extended resource), topology spread constraints, inter-pod
+(anti-)affinity and host ports.
 """
 
 from __future__ import annotations
@@ -213,6 +213,13 @@ def random_pod_obj(
             ]
             if rng.random() < 0.3:
                 spec["topologySpreadConstraints"][0]["nodeTaintsPolicy"] = "Honor"
+        if rng.random() < 0.15:
+            port: dict[str, Any] = {"containerPort": 80, "hostPort": rng.choice((80, 8080))}
+            if rng.random() < 0.4:
+                port["hostIP"] = rng.choice(("10.0.0.1", "10.0.0.2", "0.0.0.0"))
+            if rng.random() < 0.3:
+                port["protocol"] = "UDP"
+            spec["containers"][0]["ports"] = [port]
     namespace = "team-a" if rng.random() < 0.2 else "default"
     return {
         "kind": "Pod",

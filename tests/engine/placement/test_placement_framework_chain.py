@@ -80,6 +80,7 @@ NODES = [
 
 def test_chain_order():
     assert FILTER_PLUGINS[4:] == (
+        "NodePorts",
         "NodeResourcesFit",
         "GPUDevices",
         "PodTopologySpread",

@@ -5,10 +5,9 @@ as upstream's RunFilterPlugins does. This scalar path explains a single pod (`fi
 `diagnose`) and is the reference the vectorised engine (`engine/placement/scheduler.py`) must
 agree with node for node.
 
-Chain: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodeResourcesFit,
-GPUDevices (device-level fit: model, sharing, free devices / GPU-milli / MIG slices, NVLink;
-where upstream runs DynamicResources), PodTopologySpread, InterPodAffinity. Volume and port
-plugins have nothing to check for pods without host ports or volumes in a snapshot.
+Chain: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
+NodeResourcesFit, GPUDevices (device-level fit: model, sharing, free devices / GPU-milli / MIG
+slices, NVLink; where upstream runs DynamicResources), PodTopologySpread, InterPodAffinity.
 `filter_node_static` is the chain's first four (pod and node only); `filter_node` runs it
 first, so gang sessions and preemption share this one implementation.
 
@@ -27,6 +26,7 @@ from gpupact.cluster.devices import GpuRequest, NodeDevices, node_gpu_spec
 from gpupact.cluster.state import NAMESPACE_NAME_LABEL, pod_usage
 from gpupact.engine.placement.plugins import inter_pod_affinity as ipa
 from gpupact.engine.placement.reasons import Reason, fit_error_message, reasons_from_counts
+from gpupact.kube import host_ports as hp
 from gpupact.kube import topology_spread as pts
 from gpupact.kube.objects import Node, Pod
 from gpupact.kube.requests import NodeResources
@@ -67,6 +67,7 @@ FILTER_PLUGINS = (
     "NodeName",
     "TaintToleration",
     "NodeAffinity",
+    hp.PLUGIN,
     "NodeResourcesFit",
     GPU_PLUGIN,
     "PodTopologySpread",
@@ -77,6 +78,10 @@ DETAIL_UNSCHEDULABLE = "spec.unschedulable is true (cordoned)"
 DETAIL_NODE_AFFINITY = "nodeSelector / required node affinity"
 DETAIL_SPREAD = "topology spread constraint"
 DETAIL_POD_AFFINITY = "inter-pod affinity / anti-affinity"
+
+
+def detail_ports(ports: Sequence[hp.HostPort]) -> str:
+    return "host port(s) " + ", ".join(f"{p.ip}:{p.port}/{p.protocol}" for p in ports) + " in use"
 
 
 def detail_node_name(node_name: str) -> str:
@@ -185,12 +190,14 @@ class ClusterView:
     namespace_labels: Mapping[str, Mapping[str, str]] | None = None
     node_resources: dict[str, NodeResources] = field(init=False)
     node_devices: dict[str, NodeDevices] = field(init=False)
+    node_ports: dict[str, hp.UsedPorts] = field(init=False)
     pod_devices: dict[str, tuple[int, ...]] = field(init=False)  # pod key -> devices it holds
     _node_labels: dict[str, Mapping[str, str]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.node_resources = {}
         self.node_devices = {}
+        self.node_ports = {}
         self.pod_devices = {}
         self._node_labels = {node.name: node.labels for node in self.nodes}
         for node in self.nodes:
@@ -202,6 +209,8 @@ class ClusterView:
             if res is None or not pod.holds_resources:
                 continue
             res.add_pod(pod.footprint())
+            if pod.host_ports:
+                self.node_ports.setdefault(pod.node_name, hp.UsedPorts()).add(pod.host_ports)
             gpu = pod_usage(pod).gpu
             node_devices = self.node_devices[pod.node_name]
             if gpu is None or not node_devices.spec.devices:
@@ -281,12 +290,18 @@ def filter_node(
     devices: NodeDevices | None = None,
     gpu: GpuRequest | None = None,
     affinity: ipa.FilterState | None = None,
+    ports: hp.UsedPorts | None = None,
 ) -> NodeVerdict:
     """The whole chain on one node, stopping at the first failing plugin. `spread` / `affinity`
-    None skip PodTopologySpread / InterPodAffinity, `devices` or `gpu` None skip GPUDevices."""
+    None skip PodTopologySpread / InterPodAffinity, `devices` or `gpu` None skip GPUDevices;
+    `ports`: the host ports the node's pods use (None: none)."""
     failure = _static_failure(pod, node)
     if failure is not None:
         return failure
+    if pod.host_ports:
+        status = hp.filter_ports(pod.host_ports, ports)
+        if not status.ok:
+            return NodeVerdict(node.name, status, detail_ports(pod.host_ports))
     short = fits_request(compute_fit_request(pod.resources, pod_level_resources=True), resources)
     if short:
         return NodeVerdict(node.name, fit_status(short), detail_resources(short), tuple(short))
@@ -331,6 +346,7 @@ def explain_fit(pod: Pod, cluster: ClusterView, nodes: Iterable[Node] | None = N
             cluster.node_devices[n.name],
             gpu,
             affinity,
+            cluster.node_ports.get(n.name),
         )
         for n in candidates
     )

@@ -26,9 +26,9 @@ from __future__ import annotations
 import inspect
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from gpupact.cluster import devices as dev
 from gpupact.cluster.devices import GpuRequest
 from gpupact.cluster.state import Binding, ClusterState, PodUsage
 from gpupact.errors import FieldError
+from gpupact.kube import host_ports as hp
 from gpupact.kube import topology_spread as pts
 from gpupact.kube.objects import Pod
 from gpupact.kube.requests import PODS
@@ -86,6 +87,8 @@ MIN_FEASIBLE_NODES_PERCENTAGE = 5
 _CACHE_LIMIT = 512
 _SHAPE_CACHE_BYTES = 32 << 20
 _ROW_BY_ROW = 16  # refresh up to this many changed nodes one by one
+_PORTS = 8  # _first_failures' codes beyond the FILTER_PLUGINS positions 0..7
+_NOMINATED = 9
 
 
 @dataclass(frozen=True)
@@ -170,6 +173,19 @@ class Placement:
 
 
 # --- per-shape caches -------------------------------------------------------------------------
+
+
+class _Extra(NamedTuple):
+    """The filters that depend on other pods' placement, for one pod: the combined pass mask,
+    PodTopologySpread and InterPodAffinity codes, NodePorts failures (None: the pod asks no
+    host port or no node uses one) and the verdicts of nodes refused only once the nominated
+    pods of no lower priority are counted there (RunFilterPluginsWithNominatedPods)."""
+
+    mask: np.ndarray
+    spread: np.ndarray
+    affinity: np.ndarray
+    ports: np.ndarray | None = None
+    nominated: Mapping[int, NodeVerdict] = MappingProxyType({})
 
 
 @dataclass(eq=False, slots=True)
@@ -304,7 +320,7 @@ class Scheduler:
             node = self._pick(ties)
             total = best + self._constant_score()
             return self._place(shape, node, total, int(np.count_nonzero(entry.feasible)), bind)
-        feasible = entry.feasible if extra is None else entry.feasible & extra[0]
+        feasible = entry.feasible if extra is None else entry.feasible & extra.mask
         candidates = np.flatnonzero(feasible)
         if candidates.size == 0:
             return self._fit_error(shape, entry, extra) if explain else Unschedulable(pod.key)
@@ -320,7 +336,7 @@ class Scheduler:
         shape = compile_pod(pod)
         entry = self._entry(shape)
         extra = self._global_filters(shape)
-        return entry.feasible.copy() if extra is None else entry.feasible & extra[0]
+        return entry.feasible.copy() if extra is None else entry.feasible & extra.mask
 
     def explain(self, pod: Pod) -> FitResult:
         """Per-node verdicts (identical to framework.explain_fit on the same cluster)."""
@@ -339,7 +355,7 @@ class Scheduler:
         shape = compile_pod(pod)
         entry = self._entry(shape)
         extra = self._global_filters(shape)
-        feasible = entry.feasible if extra is None else entry.feasible & extra[0]
+        feasible = entry.feasible if extra is None else entry.feasible & extra.mask
         candidates = np.flatnonzero(feasible)
         parts = self._score_parts(shape, entry, candidates)
         parts["nodes"] = candidates
@@ -512,11 +528,14 @@ class Scheduler:
 
     # --- PodTopologySpread and InterPodAffinity (depend on where other pods run) -----------
 
-    def _global_filters(self, shape: PodShape) -> tuple[np.ndarray, Any, Any] | None:
-        """(mask, spread codes, affinity codes) or None when neither plugin filters."""
+    def _global_filters(self, shape: PodShape) -> _Extra | None:
+        """NodePorts, PodTopologySpread, InterPodAffinity and the nominated-pods pass, or
+        None when none of them can refuse a node."""
         spread = self._spread_state(shape)
         affinity = self._affinity_state(shape)
-        if spread is None and affinity is None:
+        ports = self._ports_failures(shape.pod)
+        nominated = self._nominated_for(shape.pod)
+        if spread is None and affinity is None and ports is None and not nominated:
             return None
         n = self.state.num_nodes
         spread_codes = (
@@ -529,7 +548,89 @@ class Scheduler:
             if affinity is not None
             else np.zeros(n, dtype=np.int8)
         )
-        return (spread_codes == 0) & (affinity_codes == 0), spread_codes, affinity_codes
+        mask = (spread_codes == 0) & (affinity_codes == 0)
+        if ports is not None:
+            mask &= ~ports
+        overrides: dict[int, NodeVerdict] = {}
+        if nominated:
+            overrides = self._with_nominated(shape, spread, affinity, nominated)
+            if overrides:
+                mask[np.fromiter(overrides, np.intp, len(overrides))] = False
+        return _Extra(mask, spread_codes, affinity_codes, ports, overrides)
+
+    def _ports_failures(self, pod: Pod) -> np.ndarray | None:
+        """bool[N]: nodes where a host port the pod asks for is taken (NodePorts)."""
+        used = self.state.used_ports
+        if not pod.host_ports or not used:
+            return None
+        out = np.zeros(self.state.num_nodes, dtype=np.bool_)
+        for row, ports in used.items():
+            out[row] = not ports.fits(pod.host_ports)
+        return out
+
+    def _nominated_for(self, pod: Pod) -> dict[int, list[Pod]]:
+        """Per node, the pods nominated there with priority >= the pod's (itself excluded)."""
+        state = self.state
+        out: dict[int, list[Pod]] = {}
+        for key, (other, row) in state.nominated.items():
+            if key != pod.key and other.priority >= pod.priority and state.active[row]:
+                out.setdefault(row, []).append(other)
+        return out
+
+    def _with_nominated(
+        self,
+        shape: PodShape,
+        spread: pts.PreFilterState | None,
+        affinity: ipa.FilterState | None,
+        nominated: Mapping[int, list[Pod]],
+    ) -> dict[int, NodeVerdict]:
+        """Upstream runs the filters on a node first with its nominated pods (of no lower
+        priority) added to the node and to the PreFilter states, then without them; the pod
+        fits only if both pass. The pass without them is the vectorised chain; this is the
+        pass with them, node by node with the scalar chain: the refused nodes and why."""
+        state = self.state
+        pod = shape.pod
+        out: dict[int, NodeVerdict] = {}
+        for row, pods in nominated.items():
+            node = state.nodes[row]
+            name = node.name
+            bound = list(state.pods_on(row))
+            view = fw.ClusterView(
+                [node],
+                [
+                    *(_on_node(b.pod, name) for b in bound),
+                    *(_on_node(p, name) for p in pods),
+                ],
+                {b.pod.key: b.devices for b in bound},
+                state.namespace_labels,
+            )
+            spread_with = None
+            if spread is not None:
+                spread_with = spread.copy()
+                for other in pods:
+                    spread_with.add_pod(other, node)
+            affinity_with = (
+                affinity.copy()
+                if affinity is not None
+                else ipa.FilterState(pod, shape.affinity, state.namespace_labels_of)
+            )
+            for other in pods:
+                affinity_with.update(
+                    ipa.ExistingPod(other, ipa.pod_affinity_info(other), node.labels), 1
+                )
+            verdict = fw.filter_node(
+                pod,
+                node,
+                view.node_resources[name],
+                spread_with,
+                view.node_devices[name],
+                shape.usage.gpu,
+                None if affinity_with.skip else affinity_with,
+                view.node_ports.get(name),
+            )
+            if not verdict.fits:
+                out[row] = verdict
+        return out
 
     def _fresh(self, cached: _Versioned | None) -> bool:
         state = self.state
@@ -821,30 +922,29 @@ class Scheduler:
 
     # --- refusals ---------------------------------------------------------------------------
 
-    def _first_failures(
-        self, entry: _Entry, extra: tuple[np.ndarray, Any, Any] | None
-    ) -> np.ndarray:
+    def _first_failures(self, entry: _Entry, extra: _Extra | None) -> np.ndarray:
         """Per node, the failing plugin's position in FILTER_PLUGINS (-1 passes, -2 inactive)."""
         state = self.state
         codes = entry.static.checks.codes
         out = np.full(state.num_nodes, -1, dtype=np.int8)
         out[codes > 0] = codes[codes > 0] - 1  # NodeUnschedulable..NodeAffinity = 0..3
+        if extra is not None and extra.ports is not None:
+            out[(out == -1) & extra.ports] = _PORTS  # NodePorts runs before NodeResourcesFit
         undecided = out == -1
         out[undecided & ~entry.fit_ok] = 4
         undecided = out == -1
         out[undecided & ((entry.static.gpu_static != 0) | (entry.gpu_dynamic != 0))] = 5
         if extra is not None:
-            _, spread_codes, affinity_codes = extra
             undecided = out == -1
-            out[undecided & (spread_codes != 0)] = 6
+            out[undecided & (extra.spread != 0)] = 6
             undecided = out == -1
-            out[undecided & (affinity_codes != 0)] = 7
+            out[undecided & (extra.affinity != 0)] = 7
+            for row in extra.nominated:
+                out[row] = _NOMINATED  # the pass with nominated pods failed first
         out[~state.active] = -2
         return out
 
-    def _fit_error(
-        self, shape: PodShape, entry: _Entry, extra: tuple[np.ndarray, Any, Any] | None
-    ) -> FitResult:
+    def _fit_error(self, shape: PodShape, entry: _Entry, extra: _Extra | None) -> FitResult:
         """The FitError: reason histogram counted with array operations; verdicts on demand."""
         state = self.state
         first = self._first_failures(entry, extra)
@@ -900,10 +1000,14 @@ class Scheduler:
                 count = int(np.sum(gpu_rows & (static == 0) & (entry.gpu_dynamic == code)))
                 add(status.plugin, status.code, status.reasons[0], count)
         if extra is not None:
-            _, spread_codes, affinity_codes = extra
+            add(hp.PLUGIN, hp.STATUS.code, hp.REASON, int(np.sum(first == _PORTS)))
+            for verdict in extra.nominated.values():
+                status = verdict.status
+                for reason in status.reasons:
+                    add(status.plugin, status.code, reason, 1)
             for position, codes, statuses in (
-                (6, spread_codes, ptsv.FILTER_STATUSES),
-                (7, affinity_codes, ipa.FILTER_STATUSES),
+                (6, extra.spread, ptsv.FILTER_STATUSES),
+                (7, extra.affinity, ipa.FILTER_STATUSES),
             ):
                 rows = first == position
                 for code in range(1, len(statuses)):
@@ -928,9 +1032,7 @@ class Scheduler:
             explain=lambda: self._verdicts(shape, entry, extra),
         )
 
-    def _verdicts(
-        self, shape: PodShape, entry: _Entry, extra: tuple[np.ndarray, Any, Any] | None
-    ) -> list[NodeVerdict]:
+    def _verdicts(self, shape: PodShape, entry: _Entry, extra: _Extra | None) -> list[NodeVerdict]:
         state = self.state
         first = self._first_failures(entry, extra)
         checks = entry.static.checks
@@ -968,13 +1070,25 @@ class Scheduler:
                 out.append(NodeVerdict(name, status, fw.detail_gpu(gpu)))
             elif position == 6:
                 assert extra is not None
-                status = ptsv.FILTER_STATUSES[int(extra[1][row])]
+                status = ptsv.FILTER_STATUSES[int(extra.spread[row])]
                 out.append(NodeVerdict(name, status, fw.DETAIL_SPREAD))
+            elif position == 7:
+                assert extra is not None
+                status = ipa.FILTER_STATUSES[int(extra.affinity[row])]
+                out.append(NodeVerdict(name, status, fw.DETAIL_POD_AFFINITY))
+            elif position == _PORTS:
+                out.append(NodeVerdict(name, hp.STATUS, fw.detail_ports(pod.host_ports)))
             else:
                 assert extra is not None
-                status = ipa.FILTER_STATUSES[int(extra[2][row])]
-                out.append(NodeVerdict(name, status, fw.DETAIL_POD_AFFINITY))
+                out.append(extra.nominated[row])
         return out
+
+
+def _on_node(pod: Pod, node_name: str) -> Pod:
+    """The pod as bound to `node_name` (nominated pods and bindings alike)."""
+    if pod.node_name == node_name and pod.holds_resources:
+        return pod
+    return replace(pod, node_name=node_name, phase="Running")
 
 
 def _takes_node_view(strategy: Any) -> bool:

@@ -107,7 +107,14 @@ class FilterChainFit:
             affinity = affinity.copy()
             for victim in gone:
                 affinity.update(view.existing_pod(victim), -1)
-        return filter_node(pod, node, resources, spread, devices, gpu, affinity).status
+        ports = view.node_ports.get(node.name)
+        freed = [p for p in leaving if p.host_ports]
+        if ports is not None and freed:
+            ports = ports.copy()
+            for victim in freed:
+                ports.remove(victim.host_ports)
+        verdict = filter_node(pod, node, resources, spread, devices, gpu, affinity, ports)
+        return verdict.status
 
     def _footprint(self, pod: Pod) -> PodFootprint:
         footprint = self._footprints.get(pod.key)
