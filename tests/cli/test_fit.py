@@ -160,3 +160,77 @@ def test_pod_over_int64_is_one_located_line_exit_2(
     assert result.exit_code == 2, result.output
     assert "\n" not in line and line.startswith("error: "), line
     assert line.split(str(tmp_path) + "/", 1)[1].startswith(expected), line
+
+
+def test_bound_volume_claims_in_the_snapshot_are_checked(tmp_path: Path) -> None:
+    """PVCs and PVs in the --nodes files feed VolumeBinding: a bound PV whose node affinity
+    no node matches refuses every node."""
+    cluster = json.loads(CLUSTER.read_text())
+    cluster["items"] += [
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {
+                "name": "data",
+                "namespace": "default",
+                "annotations": {"pv.kubernetes.io/bind-completed": "yes"},
+            },
+            "spec": {"volumeName": "pv-1"},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": "pv-1"},
+            "spec": {
+                "nodeAffinity": {
+                    "required": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {"key": "rack", "operator": "In", "values": ["r9"]}
+                                ]
+                            }
+                        ]
+                    }
+                }
+            },
+        },
+    ]
+    nodes = tmp_path / "cluster.json"
+    nodes.write_text(json.dumps(cluster))
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "reader", "namespace": "default"},
+        "spec": {
+            "containers": [{"name": "c"}],
+            "tolerations": [{"operator": "Exists"}],
+            "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}],
+        },
+    }
+    pod_file = tmp_path / "pod.json"
+    pod_file.write_text(json.dumps(pod))
+    result = invoke("fit", "-f", str(pod_file), "--nodes", str(nodes), "-o", "json")
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.output)
+    assert (
+        data["message"] == "0/4 nodes are available: 4 node(s) had volume node affinity conflict."
+    )
+
+
+def test_a_bad_claim_in_the_snapshot_is_one_error_line(tmp_path: Path) -> None:
+    cluster = json.loads(CLUSTER.read_text())
+    cluster["items"].append(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data"},
+            "spec": {"volumeName": 7},
+        }
+    )
+    nodes = tmp_path / "cluster.json"
+    nodes.write_text(json.dumps(cluster, indent=1))
+    result = runner.invoke(app, ["fit", "-f", str(POD), "--nodes", str(nodes)])
+    assert result.exit_code == 2
+    assert "spec.volumeName" in result.output and "cluster.json" in result.output
+    assert "Traceback" not in result.output

@@ -74,7 +74,11 @@ def fit(
     cluster_objs = load_objects([*nodes, *pods])
     if not cluster_objs.nodes:
         raise InputError("no Node object found", file=", ".join(map(str, nodes)))
-    view = ClusterView(cluster_objs.nodes, [p for p in cluster_objs.pods if p.assigned])
+    view = ClusterView(
+        cluster_objs.nodes,
+        [p for p in cluster_objs.pods if p.assigned],
+        objects=cluster_objs.scheduling,
+    )
     results = [explain_fit(pod, view) for pod in incoming.pods]
     if output is Output.text:
         for result in results:

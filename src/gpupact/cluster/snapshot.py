@@ -15,6 +15,7 @@ from gpupact.cluster.devices import node_gpu_spec
 from gpupact.cluster.state import pod_usage
 from gpupact.errors import FieldError, InputError
 from gpupact.kube.objects import Node, Pod, parse_node, parse_pod
+from gpupact.kube.scheduling_objects import SchedulingObjects
 from gpupact.source import iter_objects, load_documents
 
 SUPPORTED_KINDS = ("Node", "Pod")
@@ -25,6 +26,8 @@ class Objects:
     nodes: list[Node] = field(default_factory=list)
     pods: list[Pod] = field(default_factory=list)
     ignored: dict[str, int] = field(default_factory=dict)  # kind -> count of other kinds
+    # Services, controllers, PVCs and PVs the scheduler's default plugins read (with Nodes)
+    scheduling: SchedulingObjects = field(default_factory=SchedulingObjects)
 
 
 def read_node(obj: dict[str, Any]) -> Node:
@@ -57,6 +60,8 @@ def load_objects(
                         out.nodes.append(read_node(obj))
                     elif kind == "Pod" and "Pod" in only:
                         out.pods.append(read_pod(obj))
+                    elif "Node" in only and out.scheduling.add(obj):
+                        pass
                     else:
                         out.ignored[str(kind)] = out.ignored.get(str(kind), 0) + 1
                 except FieldError as err:

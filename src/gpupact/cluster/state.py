@@ -58,6 +58,7 @@ from gpupact.kube.requests import (
     pod_footprint,
     pod_requests,
 )
+from gpupact.kube.scheduling_objects import SchedulingObjects
 from gpupact.kube.taints import Taint
 
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
@@ -250,6 +251,8 @@ class ClusterState:
         self._gpu_model_ids: dict[str, int] = {}
         self.mig_profiles: list[str] = []
         self.namespace_labels: dict[str, dict[str, str]] = {}
+        # Services, controllers, PVCs and PVs the default plugins read (replaced, not mutated)
+        self.objects = SchedulingObjects()
 
         names = list(BASE_RESOURCES) + [r for r in resource_names if r not in BASE_RESOURCES]
         self.resource_names: list[str] = names
@@ -297,11 +300,13 @@ class ClusterState:
         *,
         devices: Mapping[str, Sequence[int]] | None = None,
         namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
+        objects: SchedulingObjects | None = None,
     ) -> ClusterState:
         """From kube Node objects and the pods bound to them (`spec.nodeName`; finished pods
         and pods on unknown nodes are skipped). `devices` gives known device indices per pod
         key; other GPU pods get devices by the default choice, in the order given. Pending pods
-        with status.nominatedNodeName on a known node become nominations (`nominate`)."""
+        with status.nominatedNodeName on a known node become nominations (`nominate`).
+        `objects`: the Services, controllers, PVCs and PVs of the snapshot."""
         nodes = list(nodes)
         resources: set[str] = set()
         specs = []
@@ -328,6 +333,8 @@ class ClusterState:
         state._refresh_gpu_rows(np.arange(len(nodes)))
         if namespace_labels:
             state.namespace_labels.update({k: dict(v) for k, v in namespace_labels.items()})
+        if objects is not None:
+            state.objects = objects
         state._bind_snapshot(pods, devices or {})
         state._log.clear()
         state._log_base = state.version

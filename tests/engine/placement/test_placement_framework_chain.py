@@ -83,6 +83,8 @@ def test_chain_order():
         "NodePorts",
         "NodeResourcesFit",
         "GPUDevices",
+        "VolumeBinding",
+        "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
     )

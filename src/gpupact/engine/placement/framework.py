@@ -7,7 +7,9 @@ agree with node for node.
 
 Chain: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
 NodeResourcesFit, GPUDevices (device-level fit: model, sharing, free devices / GPU-milli / MIG
-slices, NVLink; where upstream runs DynamicResources), PodTopologySpread, InterPodAffinity.
+slices, NVLink; where upstream runs DynamicResources), VolumeBinding, VolumeZone (bound PVs,
+plugins/volumes.py; their PreFilter can reject the pod on every node), PodTopologySpread,
+InterPodAffinity.
 `filter_node_static` is the chain's first four (pod and node only); `filter_node` runs it
 first, so gang sessions and preemption share this one implementation.
 
@@ -25,6 +27,7 @@ from gpupact.cluster.devices import PLUGIN_NAME as GPU_PLUGIN
 from gpupact.cluster.devices import GpuRequest, NodeDevices, node_gpu_spec
 from gpupact.cluster.state import NAMESPACE_NAME_LABEL, pod_usage
 from gpupact.engine.placement.plugins import inter_pod_affinity as ipa
+from gpupact.engine.placement.plugins import volumes as vol
 from gpupact.engine.placement.reasons import Reason, fit_error_message, reasons_from_counts
 from gpupact.kube import host_ports as hp
 from gpupact.kube import topology_spread as pts
@@ -41,6 +44,7 @@ from gpupact.kube.resources_fit import (
     fit_status,
     fits_request,
 )
+from gpupact.kube.scheduling_objects import SchedulingObjects
 from gpupact.kube.selectors import preferred_node_affinity_score
 from gpupact.kube.status import SUCCESS, Code, Status
 from gpupact.kube.taints import (
@@ -70,6 +74,8 @@ FILTER_PLUGINS = (
     hp.PLUGIN,
     "NodeResourcesFit",
     GPU_PLUGIN,
+    vol.BINDING,
+    vol.ZONE,
     "PodTopologySpread",
     "InterPodAffinity",
 )
@@ -78,6 +84,7 @@ DETAIL_UNSCHEDULABLE = "spec.unschedulable is true (cordoned)"
 DETAIL_NODE_AFFINITY = "nodeSelector / required node affinity"
 DETAIL_SPREAD = "topology spread constraint"
 DETAIL_POD_AFFINITY = "inter-pod affinity / anti-affinity"
+DETAIL_VOLUMES = "bound PersistentVolume node affinity / zone"
 
 
 def detail_ports(ports: Sequence[hp.HostPort]) -> str:
@@ -188,6 +195,7 @@ class ClusterView:
     pods: Sequence[Pod] = ()
     devices: Mapping[str, Sequence[int]] | None = None
     namespace_labels: Mapping[str, Mapping[str, str]] | None = None
+    objects: SchedulingObjects | None = None  # Services, owners, PVs, PVCs
     node_resources: dict[str, NodeResources] = field(init=False)
     node_devices: dict[str, NodeDevices] = field(init=False)
     node_ports: dict[str, hp.UsedPorts] = field(init=False)
@@ -251,7 +259,7 @@ class ClusterView:
                 pod = replace(pod, node_name=name, phase="Running")
             pods.append(pod)
             devices[pod.key] = binding.devices
-        return cls(nodes, pods, devices, state.namespace_labels)
+        return cls(nodes, pods, devices, state.namespace_labels, state.objects)
 
 
 def _static_failure(pod: Pod, node: Node) -> NodeVerdict | None:
@@ -291,6 +299,7 @@ def filter_node(
     gpu: GpuRequest | None = None,
     affinity: ipa.FilterState | None = None,
     ports: hp.UsedPorts | None = None,
+    volumes: vol.VolumeState | None = None,
 ) -> NodeVerdict:
     """The whole chain on one node, stopping at the first failing plugin. `spread` / `affinity`
     None skip PodTopologySpread / InterPodAffinity, `devices` or `gpu` None skip GPUDevices;
@@ -311,6 +320,10 @@ def filter_node(
             reason, unresolvable = failure
             code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
             return NodeVerdict(node.name, Status(code, (reason,), GPU_PLUGIN), detail_gpu(gpu))
+    if volumes is not None:
+        status = volumes.rejection or vol.filter_node(volumes, node.labels)
+        if not status.ok:
+            return NodeVerdict(node.name, status, DETAIL_VOLUMES)
     if spread is not None:
         status = pts.filter_node(spread, node)
         if not status.ok:
@@ -337,6 +350,12 @@ def explain_fit(pod: Pod, cluster: ClusterView, nodes: Iterable[Node] | None = N
         spread = pts.prefilter(pod, cluster.nodes, bound)
     gpu = pod_usage(pod).gpu
     affinity = affinity_prefilter(pod, cluster)
+    volumes = vol.prefilter(pod, cluster.objects)
+    if volumes is not None and volumes.rejection is not None:
+        # a PreFilter rejection: every node, and the FitError names only the PreFilter message
+        verdicts = tuple(NodeVerdict(n.name, volumes.rejection, DETAIL_VOLUMES) for n in candidates)
+        message = fit_error_message(len(candidates), {}, prefilter_msg=volumes.rejection.message)
+        return FitResult(pod.key, verdicts, message)
     verdicts = tuple(
         filter_node(
             pod,
@@ -347,6 +366,7 @@ def explain_fit(pod: Pod, cluster: ClusterView, nodes: Iterable[Node] | None = N
             gpu,
             affinity,
             cluster.node_ports.get(n.name),
+            volumes,
         )
         for n in candidates
     )
@@ -391,17 +411,17 @@ def _normalize_min_max(raw: Mapping[str, int]) -> dict[str, int]:
 
 
 def spread_scores(pod: Pod, cluster: ClusterView, scored: Sequence[Node]) -> dict[str, int]:
-    """PodTopologySpread PreScore + Score + NormalizeScore for the ScheduleAnyway constraints
-    (see plugins/pod_topology_spread.py), one node at a time."""
+    """PodTopologySpread PreScore + Score + NormalizeScore for the ScheduleAnyway constraints,
+    or the system defaults (see plugins/pod_topology_spread.py), one node at a time."""
     import math
 
-    from gpupact.engine.placement.plugins.pod_topology_spread import soft_constraints
+    from gpupact.engine.placement.plugins.pod_topology_spread import scoring_constraints
     from gpupact.kube.resources_fit import go_round
 
-    constraints = soft_constraints(pod)
+    constraints, require_all = scoring_constraints(pod, cluster.objects)
     if not constraints:
         return {n.name: 0 for n in scored}
-    keys = [c.topology_key for c in constraints]
+    keys = [c.topology_key for c in constraints] if require_all else []
     ignored = {n.name for n in scored if any(k not in n.labels for k in keys)}
     kept = [n for n in scored if n.name not in ignored]
     pods_on: dict[str, list[Pod]] = {}
@@ -425,7 +445,7 @@ def spread_scores(pod: Pod, cluster: ClusterView, scored: Sequence[Node]) -> dic
             weights.append(math.log(float(len(kept) + 2)))
             domain_counts.append({})
             continue
-        domains = {n.labels[c.topology_key] for n in kept}
+        domains = {n.labels.get(c.topology_key, "") for n in kept}
         weights.append(math.log(float(len(domains) + 2)))
         totals = dict.fromkeys(domains, 0)
         for node in cluster.nodes:
@@ -438,7 +458,7 @@ def spread_scores(pod: Pod, cluster: ClusterView, scored: Sequence[Node]) -> dic
                 is not None
             ):
                 continue
-            value = node.labels[c.topology_key]
+            value = node.labels.get(c.topology_key, "")
             if value in totals:
                 totals[value] += count(c, node)
         domain_counts.append(totals)

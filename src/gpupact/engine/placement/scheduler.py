@@ -51,7 +51,7 @@ from gpupact.kube.resources_fit import (
     fit_status,
     score_balanced_allocation,
 )
-from gpupact.kube.status import SUCCESS, Code
+from gpupact.kube.status import SUCCESS, Code, Status
 
 from . import framework as fw
 from .framework import FitResult, NodeVerdict
@@ -60,6 +60,7 @@ from .plugins import inter_pod_affinity as ipa
 from .plugins import node_filters as nf
 from .plugins import node_resources_fit as nrf
 from .plugins import pod_topology_spread as ptsv
+from .plugins import volumes as vol
 from .reasons import fit_error_message_from_counts, reasons_from_counts
 from .shape import PodShape, compile_pod
 
@@ -87,8 +88,10 @@ MIN_FEASIBLE_NODES_PERCENTAGE = 5
 _CACHE_LIMIT = 512
 _SHAPE_CACHE_BYTES = 32 << 20
 _ROW_BY_ROW = 16  # refresh up to this many changed nodes one by one
-_PORTS = 8  # _first_failures' codes beyond the FILTER_PLUGINS positions 0..7
+_PORTS = 8  # _first_failures' codes beyond the original chain positions 0..7
 _NOMINATED = 9
+_VOLUMES = 10
+_REJECTED = 11  # a PreFilter rejection: every node
 
 
 @dataclass(frozen=True)
@@ -186,6 +189,8 @@ class _Extra(NamedTuple):
     affinity: np.ndarray
     ports: np.ndarray | None = None
     nominated: Mapping[int, NodeVerdict] = MappingProxyType({})
+    volumes: np.ndarray | None = None  # VolumeBinding / VolumeZone codes
+    rejection: Status | None = None  # a PreFilter rejecting the pod on every node
 
 
 @dataclass(eq=False, slots=True)
@@ -531,13 +536,25 @@ class Scheduler:
     def _global_filters(self, shape: PodShape) -> _Extra | None:
         """NodePorts, PodTopologySpread, InterPodAffinity and the nominated-pods pass, or
         None when none of them can refuse a node."""
+        state = self.state
+        n = state.num_nodes
+        volumes = vol.prefilter(shape.pod, state.objects)
+        if volumes is not None and volumes.rejection is not None:
+            zeros = np.zeros(n, dtype=np.int8)
+            return _Extra(np.zeros(n, dtype=np.bool_), zeros, zeros, rejection=volumes.rejection)
+        volume_codes = self._volume_codes(volumes) if volumes is not None else None
         spread = self._spread_state(shape)
         affinity = self._affinity_state(shape)
         ports = self._ports_failures(shape.pod)
         nominated = self._nominated_for(shape.pod)
-        if spread is None and affinity is None and ports is None and not nominated:
+        if (
+            spread is None
+            and affinity is None
+            and ports is None
+            and not nominated
+            and volume_codes is None
+        ):
             return None
-        n = self.state.num_nodes
         spread_codes = (
             ptsv.filter_codes(spread, self.state.labels, n)
             if spread is not None
@@ -551,12 +568,29 @@ class Scheduler:
         mask = (spread_codes == 0) & (affinity_codes == 0)
         if ports is not None:
             mask &= ~ports
+        if volume_codes is not None:
+            mask &= volume_codes == 0
         overrides: dict[int, NodeVerdict] = {}
         if nominated:
-            overrides = self._with_nominated(shape, spread, affinity, nominated)
+            overrides = self._with_nominated(shape, spread, affinity, nominated, volumes)
             if overrides:
                 mask[np.fromiter(overrides, np.intp, len(overrides))] = False
-        return _Extra(mask, spread_codes, affinity_codes, ports, overrides)
+        return _Extra(mask, spread_codes, affinity_codes, ports, overrides, volume_codes)
+
+    def _volume_codes(self, volumes: vol.VolumeState) -> np.ndarray | None:
+        """VolumeBinding / VolumeZone per node, cached per set of bound PVs until nodes change."""
+        if not volumes.volumes:
+            return None
+        state = self.state
+        # state.objects is replaced, never mutated: its identity dates the PVs
+        key = ("volumes", id(state.objects), tuple(pv.name for pv in volumes.volumes))
+        cached = self._spread.get(key)
+        if self._fresh(cached):
+            return cached.value  # type: ignore[union-attr]
+        codes = vol.filter_codes(volumes, [node.labels for node in state.nodes])
+        versioned = _Versioned(state.uid, state.static_version, state.version, codes)
+        _bounded_put(self._spread, key, versioned)
+        return codes
 
     def _ports_failures(self, pod: Pod) -> np.ndarray | None:
         """bool[N]: nodes where a host port the pod asks for is taken (NodePorts)."""
@@ -583,6 +617,7 @@ class Scheduler:
         spread: pts.PreFilterState | None,
         affinity: ipa.FilterState | None,
         nominated: Mapping[int, list[Pod]],
+        volumes: vol.VolumeState | None,
     ) -> dict[int, NodeVerdict]:
         """Upstream runs the filters on a node first with its nominated pods (of no lower
         priority) added to the node and to the PreFilter states, then without them; the pod
@@ -627,6 +662,7 @@ class Scheduler:
                 shape.usage.gpu,
                 None if affinity_with.skip else affinity_with,
                 view.node_ports.get(name),
+                volumes,
             )
             if not verdict.fits:
                 out[row] = verdict
@@ -776,10 +812,19 @@ class Scheduler:
             checks.prefer_no_schedule is None
             and checks.preferred_affinity is None
             and not ptsv_has_soft(shape.pod)
+            and not self._system_spread(shape.pod)
             and shape.affinity.empty
             and not self.state.affinity_bindings
             and self.profile.percentage_of_nodes_to_score == 100
         )
+
+    def _system_spread(self, pod: Pod) -> bool:
+        """PodTopologySpread's system defaults score this pod (no constraints of its own and a
+        non-empty default selector from the cluster's Services / owners)."""
+        objects = self.state.objects
+        if pod.topology_spread_constraints or not objects:
+            return False
+        return objects.default_selector(pod) is not None
 
     def _constant_score(self) -> int:
         """The fast path's plugins that score every node alike: TaintToleration (no
@@ -823,7 +868,7 @@ class Scheduler:
         )
 
     def _spread_scores(self, shape: PodShape, entry: _Entry, candidates: np.ndarray) -> np.ndarray:
-        constraints = ptsv.soft_constraints(shape.pod)
+        constraints, require_all = ptsv.scoring_constraints(shape.pod, self.state.objects)
         if not constraints:
             return np.zeros(candidates.shape[0], dtype=np.int64)
         checks = entry.static.checks
@@ -836,6 +881,7 @@ class Scheduler:
             checks.affinity_ok,
             checks.taints_ok,
             self.state.active,
+            require_all,
         )
 
     def _pod_affinity_scores(self, shape: PodShape, candidates: np.ndarray) -> np.ndarray:
@@ -934,6 +980,8 @@ class Scheduler:
         out[undecided & ~entry.fit_ok] = 4
         undecided = out == -1
         out[undecided & ((entry.static.gpu_static != 0) | (entry.gpu_dynamic != 0))] = 5
+        if extra is not None and extra.volumes is not None:
+            out[(out == -1) & (extra.volumes != 0)] = _VOLUMES
         if extra is not None:
             undecided = out == -1
             out[undecided & (extra.spread != 0)] = 6
@@ -941,6 +989,8 @@ class Scheduler:
             out[undecided & (extra.affinity != 0)] = 7
             for row in extra.nominated:
                 out[row] = _NOMINATED  # the pass with nominated pods failed first
+            if extra.rejection is not None:
+                out[:] = _REJECTED
         out[~state.active] = -2
         return out
 
@@ -1001,6 +1051,15 @@ class Scheduler:
                 add(status.plugin, status.code, status.reasons[0], count)
         if extra is not None:
             add(hp.PLUGIN, hp.STATUS.code, hp.REASON, int(np.sum(first == _PORTS)))
+            if extra.rejection is not None:
+                status = extra.rejection
+                add(status.plugin, status.code, status.message, int(np.sum(first == _REJECTED)))
+            if extra.volumes is not None:
+                rows = first == _VOLUMES
+                for code in range(1, len(vol.FILTER_STATUSES)):
+                    status = vol.FILTER_STATUSES[code]
+                    count = int(np.sum(rows & (extra.volumes == code)))
+                    add(status.plugin, status.code, status.reasons[0], count)
             for verdict in extra.nominated.values():
                 status = verdict.status
                 for reason in status.reasons:
@@ -1022,7 +1081,8 @@ class Scheduler:
         for (_, _, reason), n in groups.items():
             counts[reason] = counts.get(reason, 0) + n
         num_nodes = int(np.count_nonzero(state.active))
-        message = fit_error_message_from_counts(num_nodes, counts)
+        prefilter_msg = extra.rejection.message if extra is not None and extra.rejection else ""
+        message = fit_error_message_from_counts(num_nodes, counts, prefilter_msg=prefilter_msg)
         pod_key = shape.pod.key
         reasons = reasons_from_counts(pod_key, groups)
         return FitResult(
@@ -1078,6 +1138,13 @@ class Scheduler:
                 out.append(NodeVerdict(name, status, fw.DETAIL_POD_AFFINITY))
             elif position == _PORTS:
                 out.append(NodeVerdict(name, hp.STATUS, fw.detail_ports(pod.host_ports)))
+            elif position == _VOLUMES:
+                assert extra is not None and extra.volumes is not None
+                status = vol.FILTER_STATUSES[int(extra.volumes[row])]
+                out.append(NodeVerdict(name, status, fw.DETAIL_VOLUMES))
+            elif position == _REJECTED:
+                assert extra is not None and extra.rejection is not None
+                out.append(NodeVerdict(name, extra.rejection, fw.DETAIL_VOLUMES))
             else:
                 assert extra is not None
                 out.append(extra.nominated[row])

@@ -16,6 +16,7 @@ from gpupact.cluster.devices import NodeDevices
 from gpupact.cluster.state import pod_usage
 from gpupact.engine.placement.framework import ClusterView, affinity_prefilter, filter_node
 from gpupact.engine.placement.plugins import inter_pod_affinity as ipa
+from gpupact.engine.placement.plugins import volumes as vol
 from gpupact.kube import topology_spread as pts
 from gpupact.kube.objects import Node, Pod
 from gpupact.kube.requests import NodeResources, PodFootprint
@@ -113,7 +114,8 @@ class FilterChainFit:
             ports = ports.copy()
             for victim in freed:
                 ports.remove(victim.host_ports)
-        verdict = filter_node(pod, node, resources, spread, devices, gpu, affinity, ports)
+        volumes = vol.prefilter(pod, view.objects)
+        verdict = filter_node(pod, node, resources, spread, devices, gpu, affinity, ports, volumes)
         return verdict.status
 
     def _footprint(self, pod: Pod) -> PodFootprint:

@@ -8,10 +8,13 @@ scores sum(count * log(domains + 2) + maxSkew - 1) over the constraints whose ke
 rounded half away from zero; NormalizeScore maps it to 100 * (max + min - s) / max (0 for nodes
 missing a key; 100 for all when max is 0).
 
-Not modelled: the system default constraints (zone maxSkew 5, hostname maxSkew 3) that upstream
-applies to pods without constraints of their own that belong to a Service, ReplicaSet or
-StatefulSet: owners are not tracked, so such pods get no PodTopologySpread score (as upstream
-does for a pod without owners).
+System defaults (defaultingType System): a pod without constraints of its own is scored with
+hostname maxSkew 3 and zone maxSkew 5 (ScheduleAnyway) over the selector helper.DefaultSelector
+builds from the Services / ReplicationController / ReplicaSet / StatefulSet in the cluster
+(gpupact.kube.scheduling_objects), and none when that selector is empty. With system defaults
+upstream does not require every topology key on a node (requireAllTopologies false): a node
+without the zone label is scored by its hostname alone and its missing zone counts as the
+domain "" (a pair (zone, "")).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import numpy as np
 
 from gpupact.kube import topology_spread as pts
 from gpupact.kube.objects import Pod
+from gpupact.kube.scheduling_objects import SchedulingObjects
 from gpupact.kube.status import SUCCESS, Code, Status
 
 # the statuses gpupact.kube.topology_spread.filter_node returns
@@ -33,7 +37,10 @@ MISSING_STATUS = Status(
 )
 FILTER_STATUSES = (SUCCESS, MISSING_STATUS, SKEW_STATUS)
 HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
 MAX_NODE_SCORE = 100
+# upstream systemDefaultConstraints, in its order
+SYSTEM_DEFAULTS = ((HOSTNAME, 3), (ZONE, 5))
 
 
 def filter_codes(state: pts.PreFilterState, index, n: int) -> np.ndarray:
@@ -66,6 +73,30 @@ def soft_constraints(pod: Pod) -> tuple[pts.HardConstraint, ...]:
         for c in pod.topology_spread_constraints
         if c.when_unsatisfiable == pts.SCHEDULE_ANYWAY
     )
+    return _as_hard(pod, soft)
+
+
+def scoring_constraints(
+    pod: Pod, objects: SchedulingObjects | None = None
+) -> tuple[tuple[pts.HardConstraint, ...], bool]:
+    """(the constraints PreScore uses, requireAllTopologies): the pod's own ScheduleAnyway
+    constraints, or for a pod with no constraint at all the system defaults over
+    helper.DefaultSelector (none when it is empty)."""
+    if pod.topology_spread_constraints:
+        return soft_constraints(pod), True
+    selector = objects.default_selector(pod) if objects else None
+    if selector is None:
+        return (), True
+    defaults = tuple(
+        pts.TopologySpreadConstraint(skew, key, pts.DO_NOT_SCHEDULE, selector)
+        for key, skew in SYSTEM_DEFAULTS
+    )
+    return _as_hard(pod, defaults), False
+
+
+def _as_hard(
+    pod: Pod, soft: tuple[pts.TopologySpreadConstraint, ...]
+) -> tuple[pts.HardConstraint, ...]:
     if not soft:
         return ()
     incoming = pts.IncomingPod(
@@ -93,15 +124,19 @@ def score(
     affinity_ok: np.ndarray,
     taints_ok: np.ndarray,
     active: np.ndarray,
+    require_all_topologies: bool = True,
 ) -> np.ndarray:
     """Normalised 0..100 scores for the nodes `scored` (node indices). `node_counts(c)`:
     matching pods per node (all nodes) for constraint c; `affinity_ok` / `taints_ok`: the
-    pod's required node affinity / NoSchedule-NoExecute toleration per node."""
+    pod's required node affinity / NoSchedule-NoExecute toleration per node.
+    `require_all_topologies` False (system defaults): nodes lacking a key are kept, the
+    missing value counting as the domain ""."""
     n = active.shape[0]
-    cols = [index.column(c.topology_key) for c in constraints]
+    cols = [_domain_column(index, c.topology_key, require_all_topologies) for c in constraints]
     has_all = np.ones(n, dtype=np.bool_)
-    for col in cols:
-        has_all &= col >= 0
+    if require_all_topologies:
+        for col in cols:
+            has_all &= col >= 0
     scored_ok = has_all[scored]
     kept = scored[scored_ok]
     raw = np.zeros(scored.shape[0], dtype=np.float64)
@@ -118,7 +153,7 @@ def score(
                 eligible &= affinity_ok
             if c.honor_taints:
                 eligible &= taints_ok
-            in_domain = np.zeros(len(index.values.get(c.topology_key, [])) + 1, dtype=np.bool_)
+            in_domain = np.zeros(len(index.values.get(c.topology_key, [])) + 2, dtype=np.bool_)
             in_domain[domains + 1] = True
             eligible &= in_domain[col + 1]
             totals = np.zeros(in_domain.shape[0], dtype=np.int64)
@@ -126,7 +161,8 @@ def score(
             per_node = totals[col[scored] + 1]
         weight = math.log(float(size + 2))
         term = per_node.astype(np.float64) * weight + float(c.max_skew - 1)
-        raw = raw + np.where(col[scored] >= 0, term, 0.0)
+        has_key = index.column(c.topology_key)[scored] >= 0  # Score adds only keys it has
+        raw = raw + np.where(has_key, term, 0.0)
     ints = go_round(raw)
     out = np.zeros(scored.shape[0], dtype=np.int64)
     if not scored_ok.any():
@@ -138,6 +174,18 @@ def score(
         return out
     out[scored_ok] = MAX_NODE_SCORE * (high + low - valid) // high
     return out
+
+
+def _domain_column(index, key: str, require_all: bool) -> np.ndarray:
+    """The key's value ids per node; without requireAllTopologies a node lacking the key is
+    in the domain "" (the id of an explicit "" value, else one id past the key's values)."""
+    col = index.column(key)
+    if require_all:
+        return col
+    missing = index.value_id(key, "")
+    if missing < 0:
+        missing = len(index.values.get(key, []))
+    return np.where(col < 0, missing, col).astype(np.int32)
 
 
 def count_matching(
