@@ -13,6 +13,8 @@ pod templates; nodes from templates/node-default.yaml: 4 cpu, 32Gi, 110 pods):
   labelled color=blue with a required affinity term (color=blue, zone, the same two
   namespaces). Upstream's 5000Nodes_5000Pods creates 5,000 then measures 5,000; the row "20k
   bound" creates 20,000 first (the size at which the engine used to fall to 8-15 pods/s).
+- Not from scheduler_perf: the anti-affinity shape with a hostname topology spread constraint
+  (DoNotSchedule, maxSkew 1, same selector) in place of the affinity term.
 Every pod requests 100m cpu and 500Mi memory. Created pods go through the same scheduler
 (untimed); measured pods are timed one `schedule_one` (filter, score, bind) each. Targets:
 >= 2,000 pods/s for the anti-affinity shape, >= 1,000 pods/s with 20k affinity pods bound.
@@ -53,7 +55,8 @@ def build_state(n: int, zone: bool) -> ClusterState:
 
 
 def template(kind: str, namespace: str) -> Pod:
-    """The scheduler_perf pod template: pod-with-pod-anti-affinity or pod-with-pod-affinity."""
+    """The scheduler_perf pod template: pod-with-pod-anti-affinity or pod-with-pod-affinity;
+    kind "spread": a hostname spread constraint (DoNotSchedule, maxSkew 1) instead."""
     color, key = ("green", "kubernetes.io/hostname")
     if kind == "podAffinity":
         color, key = ("blue", "topology.kubernetes.io/zone")
@@ -62,10 +65,21 @@ def template(kind: str, namespace: str) -> Pod:
         "topologyKey": key,
         "namespaces": NAMESPACES,
     }
+    placement: dict = {
+        "affinity": {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    }
+    if kind == "spread":
+        constraint = {
+            "maxSkew": 1,
+            "topologyKey": key,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"color": color}},
+        }
+        placement = {"topologySpreadConstraints": [constraint]}
     body = {
         "metadata": {"name": "template", "namespace": namespace, "labels": {"color": color}},
         "spec": {
-            "affinity": {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+            **placement,
             "containers": [
                 {
                     "name": "pause",
@@ -100,6 +114,7 @@ SHAPES = (
     ("SchedulingPodAntiAffinity/5000Nodes_2000Pods", 5000, "podAntiAffinity", 1000, 2000),
     ("SchedulingPodAffinity/5000Nodes_5000Pods", 5000, "podAffinity", 5000, 5000),
     ("SchedulingPodAffinity, 20k bound", 5000, "podAffinity", 20000, 1000),
+    ("hostname spread, DoNotSchedule maxSkew 1 (ours)", 5000, "spread", 1000, 2000),
 )
 
 

@@ -334,6 +334,7 @@ class PreFilterState:
         "_eligibility",
         "_histograms",
         "_minimums",
+        "_watcher",
         "constraints",
         "namespace",
         "self_match",
@@ -354,6 +355,12 @@ class PreFilterState:
         self._counts: list[dict[str, int]] = [{} for _ in constraints]
         self._histograms: list[Counter[int]] = [Counter() for _ in constraints]
         self._minimums: list[int] = [0 for _ in constraints]
+        self._watcher: Callable[[int, str, int], None] | None = None
+
+    def watch(self, watcher: Callable[[int, str, int], None] | None) -> None:
+        """Call `watcher(constraint index, domain value, new count)` on every count change
+        (the vectorised engine keeps count columns in step; copies are not watched)."""
+        self._watcher = watcher
 
     @property
     def skip(self) -> bool:
@@ -390,6 +397,8 @@ class PreFilterState:
             self._minimums[index] = count
         elif old == self._minimums[index] and old not in hist:
             self._minimums[index] = min(hist)
+        if self._watcher is not None:
+            self._watcher(index, value, count)
 
     def _update(self, pod: PodLike, node: NodeLike, delta: int) -> None:
         if pod.namespace != self.namespace or pod.terminating:

@@ -102,3 +102,47 @@ def test_count_columns_equal_the_pair_counts():
 
 def _fields(pod):
     return {name: getattr(pod, name) for name in pod.__dataclass_fields__}
+
+
+def test_spread_count_columns_follow_the_prefilter_state():
+    """PodTopologySpread's count columns, fed by the PreFilter state's watcher through
+    add_pod/remove_pod, equal columns built afresh from the state; copies are not watched."""
+    from gpupact.engine.placement.plugins import pod_topology_spread as ptsv
+    from gpupact.kube import topology_spread as pts
+
+    rng = random.Random(11)
+    state = random_cluster(4, num_nodes=18, num_pods=0)
+    incoming = parse_pod(
+        {
+            "metadata": {"name": "in", "labels": {"app": "web"}},
+            "spec": {
+                "topologySpreadConstraints": [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": key,
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "labelSelector": {"matchLabels": {"app": "web"}},
+                    }
+                    for key in ("kubernetes.io/hostname", "topology.kubernetes.io/zone")
+                ]
+            },
+        }
+    )
+    prefilter = pts.prefilter(incoming, state.nodes, [])
+    columns = ptsv.CountColumns(prefilter, state.labels)
+    copy = prefilter.copy()
+    placed = []
+    for i in range(60):
+        node = state.nodes[rng.randrange(state.num_nodes)]
+        web = parse_pod({"metadata": {"name": f"w{i}", "labels": {"app": "web"}}, "spec": {}})
+        if placed and rng.random() < 0.3:
+            old, where = placed.pop(rng.randrange(len(placed)))
+            prefilter.remove_pod(old, where)
+        else:
+            prefilter.add_pod(web, node)
+            placed.append((web, node))
+    fresh = ptsv.CountColumns(prefilter, state.labels, watch=False)
+    for ours, theirs in zip(columns.tables, fresh.tables, strict=True):
+        assert np.array_equal(ours, theirs)
+    assert any(t.any() for t in columns.tables)
+    assert not any(t.any() for t in ptsv.CountColumns(copy, state.labels, watch=False).tables)

@@ -543,7 +543,7 @@ class Scheduler:
             zeros = np.zeros(n, dtype=np.int8)
             return _Extra(np.zeros(n, dtype=np.bool_), zeros, zeros, rejection=volumes.rejection)
         volume_codes = self._volume_codes(volumes) if volumes is not None else None
-        spread = self._spread_state(shape)
+        spread, columns = self._spread_state(shape)
         affinity = self._affinity_state(shape)
         ports = self._ports_failures(shape.pod)
         nominated = self._nominated_for(shape.pod)
@@ -556,7 +556,7 @@ class Scheduler:
         ):
             return None
         spread_codes = (
-            ptsv.filter_codes(spread, self.state.labels, n)
+            ptsv.filter_codes(spread, self.state.labels, n, columns)
             if spread is not None
             else np.zeros(n, dtype=np.int8)
         )
@@ -676,12 +676,16 @@ class Scheduler:
             and cached.static_version == state.static_version
         )
 
-    def _spread_state(self, shape: PodShape) -> pts.PreFilterState | None:
+    def _spread_state(
+        self, shape: PodShape
+    ) -> tuple[pts.PreFilterState | None, ptsv.CountColumns | None]:
+        """PodTopologySpread's PreFilter state for the pod and its count columns, kept per
+        spread shape and fed the binds/unbinds since their last use."""
         pod = shape.pod
         if not any(
             c.when_unsatisfiable == pts.DO_NOT_SCHEDULE for c in pod.topology_spread_constraints
         ):
-            return None
+            return None, None
         state = self.state
         key = (
             pod.namespace,
@@ -707,18 +711,20 @@ class Scheduler:
                 for b in state.bindings()
             ]
             prefilter = pts.prefilter(pod, nodes, existing)
+            columns = ptsv.CountColumns(prefilter, state.labels)
             if hashable:
-                versioned = _Versioned(state.uid, state.static_version, state.version, prefilter)
+                value = (prefilter, columns)
+                versioned = _Versioned(state.uid, state.static_version, state.version, value)
                 _bounded_put(self._spread, key, versioned)
-            return prefilter
-        prefilter = cached.value
+            return prefilter, columns
+        prefilter, columns = cached.value
         for node, delta, binding in changes:
             if delta > 0:
                 prefilter.add_pod(binding.pod, state.nodes[node])
             else:
                 prefilter.remove_pod(binding.pod, state.nodes[node])
         cached.version = state.version
-        return prefilter
+        return prefilter, columns
 
     def _existing(self, binding: Binding) -> ipa.ExistingPod:
         info = ipa.pod_affinity_info(binding.pod) if binding.pod_affinity else ipa.NO_AFFINITY

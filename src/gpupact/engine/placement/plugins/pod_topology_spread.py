@@ -43,22 +43,46 @@ MAX_NODE_SCORE = 100
 SYSTEM_DEFAULTS = ((HOSTNAME, 3), (ZONE, 5))
 
 
-def filter_codes(state: pts.PreFilterState, index, n: int) -> np.ndarray:
+class CountColumns:
+    """Per hard constraint, the PreFilter state's domain counts as an int64 column over the
+    key's value ids (slot 0: nodes lacking the key), kept in step through the state's watcher,
+    so Filter is one lookup per constraint instead of a walk over every domain."""
+
+    __slots__ = ("index", "keys", "tables")
+
+    def __init__(self, state: pts.PreFilterState, index, *, watch: bool = True) -> None:
+        self.index = index
+        self.keys = [c.topology_key for c in state.constraints]
+        self.tables = []
+        for i, key in enumerate(self.keys):
+            table = np.zeros(len(index.values.get(key, [])) + 1, dtype=np.int64)
+            for value, count in state.match_counts(i).items():
+                vid = index.value_id(key, value)
+                if vid >= 0:
+                    table[vid + 1] = count
+            self.tables.append(table)
+        if watch:
+            state.watch(self.update)
+
+    def update(self, i: int, value: str, count: int) -> None:
+        vid = self.index.value_id(self.keys[i], value)
+        if vid >= 0:
+            self.tables[i][vid + 1] = count
+
+
+def filter_codes(
+    state: pts.PreFilterState, index, n: int, columns: CountColumns | None = None
+) -> np.ndarray:
     """Per node: 0 passes, 1 a constraint key is missing, 2 skew too large; the first failing
-    constraint decides, as Filter."""
+    constraint decides, as Filter. `columns`: the state's count columns on this index."""
     out = np.zeros(n, dtype=np.int8)
     if state.skip:
         return out
+    if columns is None or columns.index is not index:
+        columns = CountColumns(state, index, watch=False)
     for i, c in enumerate(state.constraints):
         col = index.column(c.topology_key)
-        values = index.values.get(c.topology_key, [])
-        counts = state.match_counts(i)
-        table = np.zeros(len(values) + 1, dtype=np.int64)
-        for value, count in counts.items():
-            vid = index.value_id(c.topology_key, value)
-            if vid >= 0:
-                table[vid + 1] = count
-        skew = table[col + 1] + state.self_match[i] - state.global_min(i)
+        skew = columns.tables[i][col + 1] + state.self_match[i] - state.global_min(i)
         undecided = out == 0
         out[undecided & (col < 0)] = 1
         out[undecided & (col >= 0) & (skew > c.max_skew)] = 2
