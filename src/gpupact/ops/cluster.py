@@ -139,7 +139,10 @@ class Analysis:
         namespace_labels = {name: dict(m.labels) for name, m in snapshot.namespaces.items()}
         try:
             self.state = ClusterState.from_nodes(
-                snapshot.nodes, snapshot.pods, namespace_labels=namespace_labels
+                snapshot.nodes,
+                snapshot.pods,
+                namespace_labels=namespace_labels,
+                objects=snapshot.scheduling,
             )
         except FieldError as err:
             raise InputError(f"{snapshot.source}: {err}") from None

@@ -33,6 +33,7 @@ from gpupact.kube.fields import (
 )
 from gpupact.kube.objects import Node, Pod
 from gpupact.kube.requests import parse_resource_list
+from gpupact.kube.scheduling_objects import SchedulingObjects
 
 KUEUE_KINDS = (
     "ResourceFlavor",
@@ -390,6 +391,8 @@ class ClusterSnapshot:
     node_pools: dict[str, NodePool] = field(default_factory=dict)
     controllers: list[Controller] = field(default_factory=list)
     ignored: dict[str, int] = field(default_factory=dict)
+    # Services, RC/RS/StatefulSets, PVCs, PVs as the scheduler's default plugins read them
+    scheduling: SchedulingObjects = field(default_factory=SchedulingObjects)
 
     def kueue_of(self, kind: str) -> list[KueueObject]:
         return [o for o in self.kueue if o.kind == kind]
@@ -501,6 +504,9 @@ class SnapshotBuilder:
             ctrl = parse_controller(obj, kind)
             self._unique(f"{group}/{kind}", ctrl.meta.key)
             snap.controllers.append(ctrl)
+            snap.scheduling.add(obj)  # ReplicaSet / StatefulSet selectors: default spreading
+        elif snap.scheduling.add(obj):
+            pass
         else:
             snap.ignored[kind] = snap.ignored.get(kind, 0) + 1
 
