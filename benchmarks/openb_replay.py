@@ -58,6 +58,7 @@ EXTRA_POLICIES = ("FGD", "FGD-Reach")  # run on --extra-traces
 # --- worker side (forked processes inherit the loaded trace) --------------------------------
 
 _TRACE: dict[str, object] = {}
+_EXPLAIN = {"refusals": False}  # --explain-refusals: build every FitError (the old cost)
 _STRATEGIES: dict[str, object] = {}  # FGD memoises node states; reused across seeds
 
 
@@ -85,6 +86,7 @@ def _run(job: tuple[str, int, int]) -> tuple[openb.ReplayResult, float, float]:
         seed=seed,
         tune_pct=tune,
         policy=name,
+        explain_refusals=_EXPLAIN["refusals"],
     )
     return result, time.perf_counter() - started, time.process_time() - cpu_started
 
@@ -324,8 +326,14 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="also run FGD and FGD-Reach on these traces, e.g. cpu250,gpushare100",
     )
+    parser.add_argument(
+        "--explain-refusals",
+        action="store_true",
+        help="build the FitError of every refusal (the cost the cheap refusal mode saves)",
+    )
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args(argv)
+    _EXPLAIN["refusals"] = args.explain_refusals
     command = "python benchmarks/openb_replay.py " + " ".join(
         sys.argv[1:] if argv is None else argv
     )

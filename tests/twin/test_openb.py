@@ -199,6 +199,10 @@ def test_replay_places_through_the_engine():
         nodes, pods, lambda streams: make_strategy("Random", rng=streams.policy), seed=42
     )
     assert random.arrived.tolist() == first.arrived.tolist()  # same pods, same order
+    explained = openb.replay(nodes, pods, lambda streams: fgd, seed=42, explain_refusals=True)
+    # the cheap refusal mode changes no placement: same curve, same refusals
+    assert np.array_equal(explained.allocated, first.allocated)
+    assert explained.failed == first.failed
 
 
 # --- the real trace (skipped without ../shared/data/openb) ----------------------------------

@@ -372,16 +372,19 @@ def replay(
     seed: int,
     tune_pct: int = DEFAULT_TUNE_PCT,
     policy: str = "",
+    explain_refusals: bool = False,
 ) -> ReplayResult:
     """One seed of the artefact's experiment, placed by the engine's Scheduler with the
-    strategy `strategy_for(streams)` returns (filters, device choice and binding included)."""
+    strategy `strategy_for(streams)` returns (filters, device choice and binding included).
+    Refusals are only counted, so the scheduler's cheap refusal mode is used unless
+    `explain_refusals` (the same placements, plus the FitError work; for measuring it)."""
     streams = SeedStreams.of(seed)
     capacity = capacity_gpu_milli(nodes)
     order = arrival_order(pods, capacity, streams.workload, tune_pct)
     shuffled = [nodes[i] for i in streams.nodes.permutation(len(nodes))]
     state = build_state(shuffled)
     strategy = strategy_for(streams)
-    scheduler = Scheduler(state, strategy, explain=False)  # refusals are only counted
+    scheduler = Scheduler(state, strategy, explain=explain_refusals)
     arrived = np.zeros(len(order), dtype=np.int64)
     allocated = np.zeros(len(order), dtype=np.int64)
     total = failed = failed_milli = 0
