@@ -1,6 +1,9 @@
 """The vectorised kube-scheduler: filter -> score -> select for one pod over all nodes.
 
-Filter: the default chain (framework.FILTER_PLUGINS) as array operations over ClusterState.
+Filter: the default chain (framework.FILTER_PLUGINS) as array operations over ClusterState,
+NodePorts and the bound-PV volume filters included. Pods nominated to a node (ClusterState
+.nominate, status.nominatedNodeName) with priority >= the pod's count as placed there, as
+upstream's RunFilterPluginsWithNominatedPods: those nodes are re-checked with the scalar chain.
 Score: the default profile's plugins with upstream weights — NodeResourcesFit (its scoring
 strategy: LeastAllocated by default, MostAllocated or RequestedToCapacityRatio) 1,
 NodeResourcesBalancedAllocation 1, TaintToleration 3, NodeAffinity 2, PodTopologySpread 2,
@@ -14,7 +17,11 @@ Pods of one shape share cached columns: the static mask (first four plugins and 
 hardware check) until nodes change, and the fit / device / per-node score columns, which are
 refreshed only on the nodes that changed since their last use (from the state's change log).
 PodTopologySpread keeps gpupact.kube.topology_spread's PreFilterState per spread shape and
-feeds it add_pod/remove_pod; InterPodAffinity keeps its PreFilter counts the same way.
+feeds it add_pod/remove_pod, with count columns over the label index kept in step; InterPodAffinity
+keeps its PreFilter and PreScore counts per topology pair the same way (upstream's
+existingAntiAffinityCounts / affinityCounts / antiAffinityCounts and topologyScore), each key's
+counts a numpy column, so a pod costs O(nodes) array work whatever the number of bound pods.
+`explain=False` refuses with an `Unschedulable` marker without building the FitError.
 
 percentage_of_nodes_to_score: 100 (default here) scores every feasible node; upstream's
 default is adaptive (0: 50% minus 1% per 125 nodes, at least 5% and 100 nodes), searching from
