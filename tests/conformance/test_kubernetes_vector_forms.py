@@ -127,3 +127,13 @@ def test_preemption_policy_never_is_honoured():
         },
     }
     preemption.run(case, META)
+
+
+def test_only_the_registered_filter_plugins_run():
+    """Upstream's TestDryRunPreemption builds a framework from `registerPlugins` only: with
+    InterPodAffinity not registered, p1.1's anti-affinity does not make it a victim (the
+    preemptor fits node1 as is, so node1 is no candidate and neither is node2)."""
+    case = anti_affinity_case(["p1.1"])
+    case["filter_plugins"] = ["NodeResourcesFit"]
+    case["expected"] = {"candidates": []}
+    preemption.run(case, META)

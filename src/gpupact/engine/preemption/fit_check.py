@@ -45,7 +45,7 @@ class FilterChainFit:
     by its key: where it runs and which devices it holds come from this check's own view, so
     the pods may be the caller's own copies of the same pods."""
 
-    __slots__ = ("_affinity", "_bound", "_footprints", "_nodes", "_spread", "_view")
+    __slots__ = ("_affinity", "_bound", "_enabled", "_footprints", "_nodes", "_spread", "_view")
 
     def __init__(
         self,
@@ -54,10 +54,13 @@ class FilterChainFit:
         *,
         devices: Mapping[str, Sequence[int]] | None = None,
         namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
+        plugins: Collection[str] | None = None,
     ) -> None:
         """`devices`: the devices each GPU pod holds, by pod key (pods not listed are given
-        the default choice, in the order listed)."""
+        the default choice, in the order listed). `plugins`: the filter plugins registered
+        (None: the whole default chain)."""
         self._init(ClusterView(nodes, list(pods), devices, namespace_labels))
+        self._enabled = None if plugins is None else frozenset(plugins)
 
     @classmethod
     def from_view(cls, view: ClusterView) -> FilterChainFit:
@@ -72,6 +75,7 @@ class FilterChainFit:
 
     def _init(self, view: ClusterView) -> None:
         self._view = view
+        self._enabled: frozenset[str] | None = None
         self._nodes = {node.name: node for node in view.nodes}
         self._bound = {pod.key: pod for pod in view.bound_pods}
         self._footprints: dict[str, PodFootprint] = {}
@@ -115,7 +119,9 @@ class FilterChainFit:
             for victim in freed:
                 ports.remove(victim.host_ports)
         volumes = vol.prefilter(pod, view.objects)
-        verdict = filter_node(pod, node, resources, spread, devices, gpu, affinity, ports, volumes)
+        verdict = filter_node(
+            pod, node, resources, spread, devices, gpu, affinity, ports, volumes, self._enabled
+        )
         return verdict.status
 
     def _footprint(self, pod: Pod) -> PodFootprint:

@@ -138,22 +138,15 @@ def _check_plugins(case: dict[str, Any], preemptor: Pod) -> None:
     unknown = plugins - _CHAIN_PLUGINS
     if unknown:
         pytest.skip(f"not modelled: filter plugin(s) {sorted(unknown)}")
-    if preemptor.topology_spread_constraints and "PodTopologySpread" not in plugins:
-        pytest.skip("not modelled: spread constraints with PodTopologySpread disabled")
-    if "InterPodAffinity" not in plugins and _declares_pod_affinity(case):
-        pytest.skip("not modelled: pod (anti-)affinity with InterPodAffinity disabled")
     for key in ("extender", "extenders", "fakeFilterRC"):
         if case.get(key):
             pytest.skip(f"not modelled: {key}")
 
 
-def _declares_pod_affinity(case: dict[str, Any]) -> bool:
-    pods = [case["preemptor"], *(case.get("running_pods") or [])]
-    return any(
-        key in (pod.get("affinity") or {})
-        for pod in pods
-        for key in ("podAffinity", "podAntiAffinity")
-    )
+def _plugins(case: dict[str, Any]) -> frozenset[str] | None:
+    """The filter plugins the upstream test registered (the fit check runs only those)."""
+    plugins = case.get("filter_plugins")
+    return None if plugins is None else frozenset(plugins)
 
 
 def _build(case: dict[str, Any]) -> tuple[Pod, list[Node], PreemptionSnapshot]:
@@ -169,7 +162,7 @@ def _dry_run(case: dict[str, Any], plugin: DefaultPreemption, preemptor, nodes, 
     wanted = calculate_num_candidates(len(ordered), plugin.args)
     if wanted < len(ordered) and "offset" not in case:
         pytest.skip("not modelled: Go's seeded random dry-run offset")
-    fits = FilterChainFit(nodes, snapshot.running_pods())
+    fits = FilterChainFit(nodes, snapshot.running_pods(), plugins=_plugins(case))
     return plugin.dry_run_preemption(
         preemptor, ordered, snapshot, fits, now=NOW, offset=case.get("offset", 0)
     )
@@ -191,7 +184,8 @@ def run(case: dict, meta: dict) -> None:
             name: Status(Code(code))
             for name, code in (case.get("filtered_node_statuses") or {}).items()
         }
-        outcome = plugin.post_filter(preemptor, snapshot, statuses, now=NOW)
+        fits = FilterChainFit(nodes, snapshot.running_pods(), plugins=_plugins(case))
+        outcome = plugin.post_filter(preemptor, snapshot, statuses, fits=fits, now=NOW)
         want_node = expected.get("nominated_node_name")
         got_node = None if outcome.result is None else outcome.result.nominated_node_name
         assert got_node == want_node, f"nominated node: got {got_node!r}, expected {want_node!r}"
