@@ -13,6 +13,8 @@ pod templates; nodes from templates/node-default.yaml: 4 cpu, 32Gi, 110 pods):
   labelled color=blue with a required affinity term (color=blue, zone, the same two
   namespaces). Upstream's 5000Nodes_5000Pods creates 5,000 then measures 5,000; the row "20k
   bound" creates 20,000 first (the size at which the engine used to fall to 8-15 pods/s).
+- SchedulingPreferredPodAffinity / SchedulingPreferredPodAntiAffinity: the same with one
+  preferred term (weight 1, color=red / yellow, hostname, both namespaces) on every pod.
 - Not from scheduler_perf: the anti-affinity shape with a hostname topology spread constraint
   (DoNotSchedule, maxSkew 1, same selector) in place of the affinity term.
 Every pod requests 100m cpu and 500Mi memory. Created pods go through the same scheduler
@@ -60,6 +62,8 @@ def template(kind: str, namespace: str) -> Pod:
     color, key = ("green", "kubernetes.io/hostname")
     if kind == "podAffinity":
         color, key = ("blue", "topology.kubernetes.io/zone")
+    elif kind.startswith("preferred"):
+        color = "red" if kind == "preferredPodAffinity" else "yellow"
     term = {
         "labelSelector": {"matchLabels": {"color": color}},
         "topologyKey": key,
@@ -68,6 +72,12 @@ def template(kind: str, namespace: str) -> Pod:
     placement: dict = {
         "affinity": {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
     }
+    if kind.startswith("preferred"):
+        block = "podAffinity" if kind == "preferredPodAffinity" else "podAntiAffinity"
+        weighted = {"weight": 1, "podAffinityTerm": term}
+        placement = {
+            "affinity": {block: {"preferredDuringSchedulingIgnoredDuringExecution": [weighted]}}
+        }
     if kind == "spread":
         constraint = {
             "maxSkew": 1,
@@ -114,6 +124,14 @@ SHAPES = (
     ("SchedulingPodAntiAffinity/5000Nodes_2000Pods", 5000, "podAntiAffinity", 1000, 2000),
     ("SchedulingPodAffinity/5000Nodes_5000Pods", 5000, "podAffinity", 5000, 5000),
     ("SchedulingPodAffinity, 20k bound", 5000, "podAffinity", 20000, 1000),
+    ("SchedulingPreferredPodAffinity/5000Nodes_5000Pods", 5000, "preferredPodAffinity", 5000, 5000),
+    (
+        "SchedulingPreferredPodAntiAffinity/5000Nodes_5000Pods",
+        5000,
+        "preferredPodAntiAffinity",
+        5000,
+        5000,
+    ),
     ("hostname spread, DoNotSchedule maxSkew 1 (ours)", 5000, "spread", 1000, 2000),
 )
 
