@@ -168,3 +168,24 @@ def test_a_nominated_pod_can_only_refuse_never_admit():
         }
     )
     assert not np.any(Scheduler(state).feasible_mask(web))
+
+
+def test_preemption_fit_check_counts_nominated_pods_like_the_scheduler():
+    """SelectVictimsOnNode runs RunFilterPluginsWithNominatedPods too: FilterChainFit built
+    from a state with nominations gives, node by node, the scheduler's verdicts; removing
+    victims frees room but the nominated pod still holds its share."""
+    state = ClusterState.from_nodes(
+        [node("a"), node("b", cpu="2")],
+        [pod("low", cpu="1", priority=1, node_name="a")],
+    )
+    state.nominate(pod("big", cpu="3", priority=100), 0)
+    check = FilterChainFit.from_state(state)
+    scheduler = Scheduler(state)
+    for incoming in (pod("mid", cpu="1", priority=50), pod("top", cpu="1", priority=500)):
+        verdicts = scheduler.explain(incoming).verdicts
+        for n, verdict in zip(state.nodes, verdicts, strict=True):
+            assert check(incoming, n, []) == verdict.status, (incoming.name, n.name)
+    mid = pod("mid", cpu="1", priority=50)
+    assert check(mid, state.nodes[0], []).plugin == "NodeResourcesFit"  # 1 + 3 + 1 > 4
+    low = state.binding_of("default/low").pod
+    assert check(mid, state.nodes[0], [low]).ok

@@ -29,8 +29,10 @@ framework/preemption (Evaluator.Preempt, DryRunPreemption, SelectCandidate):
    status, every other node "Preemption is not helpful for scheduling"; the nomination is
    cleared (nominated node name "").
 
-Not modelled: scheduler extenders, nominated pods of other preemptors during the fit check,
-async preemption bookkeeping. Time is a parameter (`now`, unix nanoseconds), never the clock.
+Nominated pods of other preemptors count in the fit check when the FitCheck knows them
+(`FilterChainFit(..., nominated=...)` or `FilterChainFit.from_state`; the default check built
+from a PreemptionCluster has none). Not modelled: scheduler extenders, async preemption
+bookkeeping. Time is a parameter (`now`, unix nanoseconds), never the clock.
 """
 
 from __future__ import annotations

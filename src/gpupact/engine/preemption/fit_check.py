@@ -9,7 +9,9 @@ with.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from gpupact.cluster.devices import NodeDevices
@@ -17,6 +19,7 @@ from gpupact.cluster.state import pod_usage
 from gpupact.engine.placement.framework import ClusterView, affinity_prefilter, filter_node
 from gpupact.engine.placement.plugins import inter_pod_affinity as ipa
 from gpupact.engine.placement.plugins import volumes as vol
+from gpupact.kube import host_ports as hp
 from gpupact.kube import topology_spread as pts
 from gpupact.kube.objects import Node, Pod
 from gpupact.kube.requests import NodeResources, PodFootprint
@@ -45,7 +48,16 @@ class FilterChainFit:
     by its key: where it runs and which devices it holds come from this check's own view, so
     the pods may be the caller's own copies of the same pods."""
 
-    __slots__ = ("_affinity", "_bound", "_enabled", "_footprints", "_nodes", "_spread", "_view")
+    __slots__ = (
+        "_affinity",
+        "_bound",
+        "_enabled",
+        "_footprints",
+        "_nodes",
+        "_nominated",
+        "_spread",
+        "_view",
+    )
 
     def __init__(
         self,
@@ -55,11 +67,14 @@ class FilterChainFit:
         devices: Mapping[str, Sequence[int]] | None = None,
         namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
         plugins: Collection[str] | None = None,
+        nominated: Iterable[Pod] = (),
     ) -> None:
         """`devices`: the devices each GPU pod holds, by pod key (pods not listed are given
         the default choice, in the order listed). `plugins`: the filter plugins registered
-        (None: the whole default chain)."""
-        self._init(ClusterView(nodes, list(pods), devices, namespace_labels))
+        (None: the whole default chain). `nominated`: pending pods with
+        status.nominatedNodeName, counted on that node for preemptors of no higher priority
+        (RunFilterPluginsWithNominatedPods, which SelectVictimsOnNode runs)."""
+        self._init(ClusterView(nodes, list(pods), devices, namespace_labels), nominated)
         self._enabled = None if plugins is None else frozenset(plugins)
 
     @classmethod
@@ -70,12 +85,23 @@ class FilterChainFit:
 
     @classmethod
     def from_state(cls, state: ClusterState) -> FilterChainFit:
-        """The check over a ClusterState's active nodes, bound pods and their devices."""
-        return cls.from_view(ClusterView.from_state(state))
+        """The check over a ClusterState's active nodes, bound pods, their devices and its
+        nominations."""
+        check = cls.__new__(cls)
+        nominated = [
+            replace(pod, nominated_node_name=state.node_names[row])
+            for pod, row in state.nominated.values()
+        ]
+        check._init(ClusterView.from_state(state), nominated)
+        return check
 
-    def _init(self, view: ClusterView) -> None:
+    def _init(self, view: ClusterView, nominated: Iterable[Pod] = ()) -> None:
         self._view = view
         self._enabled: frozenset[str] | None = None
+        self._nominated: dict[str, list[Pod]] = {}
+        for pod in nominated:
+            if pod.nominated_node_name and not pod.assigned:
+                self._nominated.setdefault(pod.nominated_node_name, []).append(pod)
         self._nodes = {node.name: node for node in view.nodes}
         self._bound = {pod.key: pod for pod in view.bound_pods}
         self._footprints: dict[str, PodFootprint] = {}
@@ -122,7 +148,46 @@ class FilterChainFit:
         verdict = filter_node(
             pod, node, resources, spread, devices, gpu, affinity, ports, volumes, self._enabled
         )
-        return verdict.status
+        nominated = [
+            p
+            for p in self._nominated.get(node.name, ())
+            if p.priority >= pod.priority and p.key != pod.key
+        ]
+        if not nominated:
+            return verdict.status
+        # the pass with the nominated pods placed on the node decides when it fails
+        resources = _copy_resources(resources)
+        devices = NodeDevices(
+            devices.spec, list(devices.used_milli), [dict(d) for d in devices.mig_used]
+        )
+        ports = ports.copy() if ports is not None else hp.UsedPorts()
+        spread = spread.copy() if spread is not None else None
+        assert self._affinity is not None
+        with_them = (affinity or self._affinity[1]).copy()
+        for other in nominated:
+            resources.add_pod(self._footprint(other))
+            other_gpu = pod_usage(other).gpu
+            if other_gpu is not None and devices.spec.devices:
+                # no devices left for it: counted by its resources only, as in ClusterView
+                with contextlib.suppress(ValueError):
+                    devices.allocate(other_gpu, devices.choose(other_gpu))
+            ports.add(other.host_ports)
+            if spread is not None:
+                spread.add_pod(other, node)
+            with_them.update(ipa.ExistingPod(other, ipa.pod_affinity_info(other), node.labels), 1)
+        first = filter_node(
+            pod,
+            node,
+            resources,
+            spread,
+            devices,
+            gpu,
+            None if with_them.skip else with_them,
+            ports,
+            volumes,
+            self._enabled,
+        )
+        return first.status if not first.fits else verdict.status
 
     def _footprint(self, pod: Pod) -> PodFootprint:
         footprint = self._footprints.get(pod.key)
