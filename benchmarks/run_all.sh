@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python benchmarks/throughput.py --write
+python benchmarks/affinity.py --write
 python benchmarks/admission.py --update-doc docs/benchmarks.md
 python benchmarks/diagnose.py --write
 python benchmarks/openb_replay.py --policy all --seeds 42-51 \
