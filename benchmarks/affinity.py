@@ -38,7 +38,7 @@ from gpupact.engine.placement import Placement, Scheduler
 from gpupact.kube.objects import Pod, parse_pod
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from throughput import machine  # the machine line of the other benchmarks
+from throughput import machine, replace_section  # shared with the throughput benchmark
 
 BEGIN = "<!-- affinity:begin -->"
 END = "<!-- affinity:end -->"
@@ -153,21 +153,14 @@ def write_section(text: str, path: Path) -> None:
         f"{BEGIN}\n## Inter-pod affinity (benchmarks/affinity.py)\n\n"
         f"Command: `{COMMAND}`\n\nMachine: {machine()}\n\n{text}\n\n"
         "Shapes from kube-scheduler's scheduler_perf (affinity/performance-config.yaml): "
-        "required anti-affinity on the hostname and required affinity on one zone, every pod "
-        "matching every other. Targets: >= 2,000 pods/s for the anti-affinity shape at 5,000 "
+        "required anti-affinity on the hostname, required affinity on one zone, preferred "
+        "affinity / anti-affinity on the hostname, every pod matching every other. Targets: >= 2,000 pods/s for the anti-affinity shape at 5,000 "
         "nodes, >= 1,000 pods/s with 20k affinity pods bound. InterPodAffinity keeps its "
         "PreFilter and PreScore counts per topology pair, fed by each bind/unbind, with one "
         "count column per topology key (as upstream's per-pair maps).\n"
         f"{END}\n"
     )
-    old = path.read_text() if path.exists() else "# Benchmarks\n"
-    if BEGIN in old and END in old:
-        head, rest = old.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        new = head + section + tail.lstrip("\n")
-    else:
-        new = old.rstrip("\n") + "\n\n" + section
-    path.write_text(new)
+    replace_section(path, BEGIN, END, section)
 
 
 def main(argv: list[str] | None = None) -> int:

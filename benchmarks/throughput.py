@@ -172,10 +172,16 @@ def write_section(text: str, path: Path) -> None:
         "pod (filter, score, seeded tie-break, bind). No timing assertions live in the unit "
         f"tests; this table is the record.\n{END}\n"
     )
+    replace_section(path, BEGIN, END, section)
+
+
+def replace_section(path: Path, begin: str, end: str, section: str) -> None:
+    """Put `section` (starting with `begin`, ending with `end`) in place of the file's own
+    begin..end block, or append it; the rest of the file is kept."""
     old = path.read_text() if path.exists() else "# Benchmarks\n"
-    if BEGIN in old and END in old:
-        head, rest = old.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
+    if begin in old and end in old:
+        head, rest = old.split(begin, 1)
+        _, tail = rest.split(end, 1)
         new = head + section + tail.lstrip("\n")
     else:
         new = old.rstrip("\n") + "\n\n" + section

@@ -362,33 +362,38 @@ class ScoreState:
         if not node:
             return
         info = self.info
-        scores = self.scores
         if info.preferred_affinity or info.preferred_anti_affinity:
+            # the pod's preferred terms, matched against the existing pod
             o = other.pod
-            o_ns = self.ns_labels(o.namespace)
-            for wt in info.preferred_affinity:
-                if wt.term.matches(o.namespace, o.labels, o_ns):
-                    _bump(scores, node, wt.term.topology_key, wt.weight * delta)
-            for wt in info.preferred_anti_affinity:
-                if wt.term.matches(o.namespace, o.labels, o_ns):
-                    _bump(scores, node, wt.term.topology_key, -wt.weight * delta)
+            seen = (o.namespace, o.labels, self.ns_labels(o.namespace))
+            self._add(info.preferred_affinity, seen, node, delta)
+            self._add(info.preferred_anti_affinity, seen, node, -delta)
         theirs = other.info
         if not (
             theirs.required_affinity or theirs.preferred_affinity or theirs.preferred_anti_affinity
         ):
             return
+        # the existing pod's terms, matched against the incoming pod
         pod = self.pod
-        incoming_ns = self.incoming_ns
+        seen = (pod.namespace, pod.labels, self.incoming_ns)
         if self.hard_weight > 0:
-            for term in theirs.required_affinity:
-                if term.matches(pod.namespace, pod.labels, incoming_ns):
-                    _bump(scores, node, term.topology_key, self.hard_weight * delta)
-        for wt in theirs.preferred_affinity:
-            if wt.term.matches(pod.namespace, pod.labels, incoming_ns):
-                _bump(scores, node, wt.term.topology_key, wt.weight * delta)
-        for wt in theirs.preferred_anti_affinity:
-            if wt.term.matches(pod.namespace, pod.labels, incoming_ns):
-                _bump(scores, node, wt.term.topology_key, -wt.weight * delta)
+            hard = [WeightedPodAffinityTerm(t, self.hard_weight) for t in theirs.required_affinity]
+            self._add(hard, seen, node, delta)
+        self._add(theirs.preferred_affinity, seen, node, delta)
+        self._add(theirs.preferred_anti_affinity, seen, node, -delta)
+
+    def _add(
+        self,
+        terms: Iterable[WeightedPodAffinityTerm],
+        seen: tuple[str, Mapping[str, str], Mapping[str, str]],
+        node: Mapping[str, str],
+        sign: int,
+    ) -> None:
+        """Add sign * weight at the node's pair of each term that selects the pod `seen`
+        (namespace, labels, namespace labels)."""
+        for wt in terms:
+            if wt.term.matches(*seen):
+                _bump(self.scores, node, wt.term.topology_key, wt.weight * sign)
 
     def raw_scores(self, index: Any, n: int) -> np.ndarray:
         """Score: per node, the sum over the keys of its pair's total."""
