@@ -27,7 +27,7 @@ def build(directory: Path, hours: int, services: int, jobs: int) -> Path:
     contract = {
         "apiVersion": "gpupact.io/v1alpha1",
         "kind": "Contract",
-        "metadata": {"name": "bench"},
+        "metadata": {"name": "bench", "owner": "platform@example.com", "costCenter": "CC-0"},
         "pools": [
             {
                 "name": "gpu-inference",

@@ -132,3 +132,12 @@ def test_cli_strict_exits_1_on_a_broken_promise(tmp_path: Path) -> None:
     write(tmp_path, doc, scenario(jobs=jobs))
     result = runner.invoke(app, ["simulate", str(tmp_path), "--report", "-", "--strict"])
     assert result.exit_code == 1, result.output
+
+
+def test_cli_contract_compile_refuses_is_located_in_the_contract(tmp_path: Path) -> None:
+    doc = contract()
+    del doc["metadata"]["owner"]
+    write(tmp_path, doc, scenario())
+    result = runner.invoke(app, ["simulate", str(tmp_path), "--report", "-"])
+    assert result.exit_code == 2
+    assert "contract.yaml:" in result.output and "owner" in result.output

@@ -248,7 +248,7 @@ def test_jobs_from_an_openb_trace(tmp_path: Path) -> None:
         "p3,1000,1024,1,1000,,LS,Running,99999,100000,99999\n"
     )
     jobs = [{"trace": "pods.csv", "tenant": "lab", "class": "batch", "name": "tr"}]
-    sim, result = run(tmp_path, s=scenario(jobs=jobs))
-    runs = {name: (run.submitted, run.template.gpus_per_pod, run.duration) for name, run in sim.jobs.items()}
+    sim, _ = run(tmp_path, s=scenario(jobs=jobs))
+    runs = {n: (j.submitted, j.template.gpus_per_pod, j.duration) for n, j in sim.jobs.items()}
     # GPU pods within the 2 h horizon only; shares take a whole GPU; run time = deletion - scheduled
     assert runs == {"tr-g1-1": (0.0, 1.0, 1200.0), "tr-g2-1": (600.0, 2.0, 3600.0)}

@@ -159,19 +159,20 @@ class ControlPlane:
                 record.reason = failed[shape]
                 record.blocked_at = self.generation
                 continue
-            result = self.scheduler.schedule_one(record.pod, bind=False)
+            # the cheap refusal: why a pod waits is explained on demand (reason_of)
+            result = self.scheduler.schedule_one(record.pod, bind=False, explain=False)
             if isinstance(result, Placement):
                 self._bind(record, result.node_index, result.devices, now)
                 placed.append(record)
                 continue
-            record.reason = result.message
+            record.reason = ""
             record.blocked_at = self.generation
-            failed[shape] = result.message
+            failed[shape] = ""
             victims = self._preempt(record, now)
             if victims:
                 failed.clear()
                 preempted.extend(victims)
-                retry = self.scheduler.schedule_one(record.pod, bind=False)
+                retry = self.scheduler.schedule_one(record.pod, bind=False, explain=False)
                 if isinstance(retry, Placement):
                     self._bind(record, retry.node_index, retry.devices, now)
                     placed.append(record)
@@ -294,6 +295,15 @@ class ControlPlane:
         return rows
 
     # --- views ---------------------------------------------------------------------------
+
+    def reason_of(self, record: PodRecord) -> str:
+        """Why a pending pod waits: the gang's reason, or kube-scheduler's FitError line."""
+        if record.reason:
+            return record.reason
+        if record.key not in self.pending:
+            return ""
+        result = self.scheduler.explain(record.pod)
+        return result.message or "waiting for the next scheduling pass"
 
     def records(self) -> Iterator[PodRecord]:
         yield from self.pending.values()

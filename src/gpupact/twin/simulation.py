@@ -856,10 +856,7 @@ class Simulation:
         for name, run in self.services.items():
             template = run.template
             pending = [k for r in run.replicas for k in r.pods if k in self.control.pending]
-            reason = next(
-                (self.control.pending[k].reason for k in pending if self.control.pending[k].reason),
-                "",
-            )
+            reason = self.control.reason_of(self.control.pending[pending[0]]) if pending else ""
             series = self.metrics.services.get(name, {})
             p99 = series.get("ttftP99", [None])[-1] if series else None
             pool = self.world.pools[template.pool]

@@ -316,7 +316,10 @@ def build_world(loaded: LoadedScenario) -> World:
                 f"generated job shape cannot be compiled: {errors[0]}",
                 file=str(loaded.document.file),
             )
-    bundle = compile_contract(contract, CompileOptions(now=scenario.start))
+    try:
+        bundle = compile_contract(contract, CompileOptions(now=scenario.start))
+    except FieldError as err:  # what compile refuses is the contract's fault: point at it
+        raise loaded.contract.document.error(err) from None
     priorities = {o["metadata"]["name"]: int(o["value"]) for o in bundle.of_kind("PriorityClass")}
     wpc = {o["metadata"]["name"]: int(o["value"]) for o in bundle.of_kind("WorkloadPriorityClass")}
     pools = pool_templates(contract, bundle)
