@@ -107,6 +107,7 @@ class ControlPlane:
     groups: dict[str, PodGroup] = field(default_factory=dict)
     generation: int = 0  # bumps when capacity may have grown (a pod left, a node changed)
     _gang_signature: int | None = None
+    _lowest: tuple[tuple[int, int], int] | None = None
     _gang_rows_cache: tuple[tuple, list[int]] | None = None
 
     def __post_init__(self) -> None:
@@ -197,8 +198,7 @@ class ControlPlane:
         pod = record.pod
         if pod.preemption_policy == "Never" or not self.bound:
             return []
-        lowest = min(r.pod.priority for r in self.bound.values())
-        if lowest >= pod.priority:
+        if self._lowest_priority() >= pod.priority:
             return []
         verdicts = self.scheduler.explain(pod).verdicts
         statuses = {v.node: v.status for v in verdicts}
@@ -222,6 +222,14 @@ class ControlPlane:
             out.append(Preemption(victim_record, record, outcome.candidate.node))
             self.remove(victim.key, now)
         return out
+
+    def _lowest_priority(self) -> int:
+        """The lowest priority among bound pods (only a pod above it can preempt), per
+        generation of the bound set."""
+        key = (self.generation, len(self.bound))
+        if self._lowest is None or self._lowest[0] != key:
+            self._lowest = (key, min(r.pod.priority for r in self.bound.values()))
+        return self._lowest[1]
 
     # --- Volcano gangs -------------------------------------------------------------------
 

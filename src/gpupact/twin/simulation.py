@@ -140,6 +140,8 @@ class Simulation:
         for name, template in self.world.services.items():
             self.services[name] = self._service_run(template)
         self.jobs: dict[str, JobRun] = {}
+        self.job_of_workload: dict[str, JobRun] = {}
+        self.replica_of: dict[str, tuple[ServiceRun, Replica]] = {}  # replica name -> owner
         self.job_counter: dict[str, int] = defaultdict(int)
         self.rates = {
             load.service: [(p.at.total_seconds(), float(p.value)) for p in load.rps]
@@ -487,6 +489,7 @@ class Simulation:
             workload = self.world.workload(template, run_name, int(self.now * 1000))
             self.world.admission.submit(workload)
             run.workload_key = workload.key
+            self.job_of_workload[workload.key] = run
         else:
             self._start_job_pods(run)
         self._dirty = True
@@ -566,14 +569,18 @@ class Simulation:
                 reverse=True,
             )
             for replica in order[: len(run.replicas) - desired]:
-                for key in replica.pods:
-                    rec = self.control.remove(key, now)
-                    if rec is not None:
-                        self._finish_pending_sample(rec)
-                        self._close_usage(rec)
-                run.replicas.remove(replica)
+                self._delete_replica(run, replica)
         run.desired = desired
         self._dirty = True
+
+    def _delete_replica(self, run: ServiceRun, replica: Replica) -> None:
+        for key in replica.pods:
+            rec = self.control.remove(key, self.now)
+            if rec is not None:
+                self._finish_pending_sample(rec)
+                self._close_usage(rec)
+        run.replicas.remove(replica)
+        del self.replica_of[replica.name]
 
     def _create_replica(self, run: ServiceRun, name: str) -> None:
         template = run.template
@@ -617,7 +624,9 @@ class Simulation:
             )
             self.control.submit(rec)
             keys.append(pod.key)
-        run.replicas.append(Replica(name, keys, self.now))
+        replica = Replica(name, keys, self.now)
+        run.replicas.append(replica)
+        self.replica_of[name] = (run, replica)
 
     def _service_queue(self, template: ServiceTemplate) -> str:
         """The Volcano queue of a gang replica: LWS creates each replica's PodGroup in the
@@ -672,18 +681,12 @@ class Simulation:
         self.control.remove(rec.key, self.now)
         self._close_usage(rec)
         owner = rec.owner
-        for run in self.services.values():
-            for replica in run.replicas:
-                if replica.name == owner:
-                    for key in replica.pods:
-                        other = self.control.remove(key, self.now)
-                        if other is not None:
-                            self._close_usage(other)
-                            self._finish_pending_sample(other)
-                    run.replicas.remove(replica)
-                    run.counter += 1
-                    self._create_replica(run, f"{run.template.service.name}-{run.counter}")
-                    return
+        if owner in self.replica_of:
+            run, replica = self.replica_of[owner]
+            self._delete_replica(run, replica)
+            run.counter += 1
+            self._create_replica(run, f"{run.template.service.name}-{run.counter}")
+            return
         job = self.jobs.get(owner)
         if job is None or job.done:
             return
@@ -732,7 +735,7 @@ class Simulation:
                 break
 
     def _admitted(self, admitted: Any) -> None:
-        run = next((j for j in self.jobs.values() if j.workload_key == admitted.key), None)
+        run = self.job_of_workload.get(admitted.key)
         if run is None:
             return
         labels: dict[str, str] = {}
@@ -746,7 +749,7 @@ class Simulation:
         self._start_job_pods(run)
 
     def _evict_workload(self, key: str, reason: str) -> None:
-        run = next((j for j in self.jobs.values() if j.workload_key == key), None)
+        run = self.job_of_workload.get(key)
         if run is None:
             return
         for k in list(run.pods):
@@ -779,14 +782,14 @@ class Simulation:
         self.metrics.pending.append(
             PendingSample(rec.workload_class, rec.bound_at - rec.wait_start, rec.owner)
         )  # type: ignore[operator]
-        for run in self.services.values():
-            for replica in run.replicas:
-                if replica.name == rec.owner and all(k in self.control.bound for k in replica.pods):
-                    last = max(self.control.bound[k].bound_at for k in replica.pods)  # type: ignore[type-var]
-                    # replicas placed at t = 0 were serving before the scenario began
-                    warm = replica.created == 0.0 and last == 0.0
-                    replica.ready_at = last if warm else last + run.template.pod_start_s
-                    return
+        if rec.owner in self.replica_of:
+            run, replica = self.replica_of[rec.owner]
+            if all(k in self.control.bound for k in replica.pods):
+                last = max(self.control.bound[k].bound_at for k in replica.pods)  # type: ignore[type-var]
+                # replicas placed at t = 0 were serving before the scenario began
+                warm = replica.created == 0.0 and last == 0.0
+                replica.ready_at = last if warm else last + run.template.pod_start_s
+            return
         job = self.jobs.get(rec.owner)
         if job is None:
             return
