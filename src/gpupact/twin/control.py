@@ -76,6 +76,7 @@ class PodRecord:
     reason: str = ""  # the last refusal, for reports
     waiting_since: float | None = None  # when its work was submitted (a job queued in Kueue)
     shape: tuple = ()  # pods of one shape (template, selector) fit the same nodes
+    gang_min: int = 0  # > 1: a gang member (its owner's pods start together, or not at all)
 
     @property
     def wait_start(self) -> float:

@@ -23,12 +23,13 @@ import math
 import random
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
 from gpupact.cluster.state import ClusterState
 from gpupact.compile.core import LWS_VOLCANO_QUEUE
+from gpupact.engine.admission import reasons as kueue_reasons
 from gpupact.engine.admission.cycle import CycleResult
 from gpupact.engine.gang import PodGroup
 from gpupact.engine.placement.scheduler import Profile, Scheduler
@@ -52,6 +53,8 @@ from gpupact.twin.world import (
 )
 
 GPU = "nvidia.com/gpu"
+# Kueue's QuotaReserved=False reasons that mean "not enough quota" (not misconfiguration)
+QUOTA_REASONS = frozenset({kueue_reasons.WAITING_FOR_QUOTA, kueue_reasons.EXCEEDS_MAX_QUOTA})
 MAX_ADMISSION_CYCLES = 64  # per instant; Kueue runs cycles back to back while heads admit
 DRIVER_LABEL = "nvidia.com/cuda.driver.major"
 DEFAULT_TTFT_SLO = 2.0
@@ -147,7 +150,8 @@ class Simulation:
             load.service: [(p.at.total_seconds(), float(p.value)) for p in load.rps]
             for load in scenario.load
         }
-        self._degraded: set[int] = set()
+        self._degraded: set[int] = set()  # rows whose device plugin is down
+        self._fault_rows: dict[int, list[int]] = {}  # fault index -> the rows it struck
         self._dirty = True
         self._schedule_sources()
         self._reconcile()  # the services' minimum replicas run from t = 0
@@ -331,20 +335,15 @@ class Simulation:
             )
 
     def _integrate_gangs(self, dt: float) -> None:
-        by_group: dict[str, list[PodRecord]] = defaultdict(list)
-        for rec in self.control.records():
-            group = rec.pod.annotations.get(GROUP_ANNOTATION)
-            if group:
-                by_group[f"{rec.pod.namespace}/{group}"].append(rec)
-        for key, recs in by_group.items():
-            minimum = self._gang_min.get(key, len(recs))
-            bound = [r for r in recs if r.bound_at is not None]
-            if 0 < len(bound) < minimum:
-                self.metrics.incomplete_gang_gpu_s += sum(r.gpus for r in bound) * dt
-
-    @property
-    def _gang_min(self) -> dict[str, int]:
-        return self.__dict__.setdefault("_gang_min_map", {})
+        """GPU-seconds held by gangs with fewer than minMember pods bound (43.3's waste: the
+        started half holds GPUs while the rest waits)."""
+        bound_by_gang: dict[str, list[PodRecord]] = defaultdict(list)
+        for rec in self.control.bound.values():
+            if rec.gang_min > 1:
+                bound_by_gang[rec.owner].append(rec)
+        for recs in bound_by_gang.values():
+            if len(recs) < recs[0].gang_min:
+                self.metrics.incomplete_gang_gpu_s += sum(r.gpus for r in recs) * dt
 
     def _on_hpa(self, _: Any) -> None:
         now = self.now
@@ -358,7 +357,6 @@ class Simulation:
             if desired != run.desired:
                 self.metrics.event(now, "scale", name, f"HPA {run.desired} -> {desired} replicas")
                 self._scale_service(run, desired, now)
-            del name
 
     def _on_autoscale(self, _: Any) -> None:
         now = self.now
@@ -438,20 +436,18 @@ class Simulation:
             else:
                 node = self.state.nodes[row]
                 labels = {**node.labels, DRIVER_LABEL: "drifted"}
-                from dataclasses import replace as _replace
-
-                self.state.replace_node(row, _replace(node, labels=labels))
+                self.state.replace_node(row, replace(node, labels=labels))
                 self.metrics.event(
                     self.now, "fault", name, "driver drift: driver label differs from the pool"
                 )
-        self._fault_rows = {**getattr(self, "_fault_rows", {}), index: rows}
+        self._fault_rows[index] = rows
         self.control.capacity_changed()
         self._dirty = True
 
     def _on_recover(self, index: int) -> None:
         fault = self.scenario.faults[index]
         pool = self.autoscaler.pools[fault.pool]
-        for row in getattr(self, "_fault_rows", {}).get(index, []):
+        for row in self._fault_rows.get(index, []):
             if (
                 fault.kind is FaultKind.device_plugin_lost
                 and row in self._degraded
@@ -530,28 +526,6 @@ class Simulation:
 
     # --- pods -----------------------------------------------------------------------------
 
-    def _pod_record(
-        self,
-        pod: Any,
-        owner: str,
-        klass: str,
-        tenant: str,
-        gpus: float,
-        group: PodGroup | None,
-        shape: tuple,
-    ) -> PodRecord:
-        return PodRecord(
-            pod,
-            owner,
-            klass,
-            tenant,
-            gpus,
-            self.now,
-            scheduler=pod.scheduler_name,
-            group=group,
-            shape=shape,
-        )
-
     def _scale_service(self, run: ServiceRun, desired: int, now: float) -> None:
         template = run.template
         while len(run.replicas) < desired:
@@ -599,7 +573,6 @@ class Simulation:
                 min_member=size,
                 priority_class_name=template.pod.template["spec"].get("priorityClassName", ""),
             )
-            self._gang_min[f"{template.pod.namespace}/{name}"] = size
             if template.exclusive_topology:
                 affinity = dict(template.pod.template["spec"].get("affinity", {}))
                 affinity.update(lws_affinity(name, template.exclusive_topology))
@@ -613,14 +586,17 @@ class Simulation:
                 annotations=annotations,
                 spec_patch=patch,
             )
-            rec = self._pod_record(
+            rec = PodRecord(
                 pod,
                 name,
                 template.workload_class,
                 template.tenant,
                 template.gpus_per_pod,
-                group,
-                ("service", template.service.name, name if size > 1 else ""),
+                self.now,
+                scheduler=pod.scheduler_name,
+                group=group,
+                shape=("service", template.service.name, name if size > 1 else ""),
+                gang_min=size,
             )
             self.control.submit(rec)
             keys.append(pod.key)
@@ -651,7 +627,6 @@ class Simulation:
                 min_member=template.min_member,
                 priority_class_name=template.pod.template["spec"].get("priorityClassName", ""),
             )
-            self._gang_min[f"{template.pod.namespace}/{run.name}"] = template.min_member
         run.pods = []
         run.started = None
         for i in range(template.pods):
@@ -661,16 +636,19 @@ class Simulation:
                 annotations=annotations,
                 node_selector=run.node_selector,
             )
-            record = self._pod_record(
+            record = PodRecord(
                 pod,
                 run.name,
                 template.workload_class,
                 template.tenant,
                 template.gpus_per_pod,
-                group,
-                ("job", template.name, tuple(sorted(run.node_selector.items()))),
+                self.now,
+                scheduler=pod.scheduler_name,
+                group=group,
+                shape=("job", template.name, tuple(sorted(run.node_selector.items()))),
+                gang_min=template.min_member,
+                waiting_since=run.waiting_since,  # time to GPU counts from submission
             )
-            record.waiting_since = run.waiting_since  # time to GPU counts from submission
             self.control.submit(record)
             run.pods.append(pod.key)
 
@@ -724,8 +702,7 @@ class Simulation:
         for _ in range(MAX_ADMISSION_CYCLES):
             result: CycleResult = admission.schedule_cycle(int(self.now * 1000))
             for head in result.left_pending:
-                reason = getattr(head, "reason", "") or ""
-                if "quota" in reason.lower() or "insufficient" in reason.lower():
+                if head.reason in QUOTA_REASONS:
                     self.metrics.quota_blocked.add(head.key)
             for victim in result.preempted:
                 self._evict_workload(victim.key, victim.reason)
