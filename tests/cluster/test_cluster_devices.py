@@ -315,3 +315,96 @@ def test_mig_slots():
     assert devices.failure(GpuRequest(1)) == (dev.REASON_TOO_FEW_GPUS, True)
     devices.release(req, (0, 0))
     assert devices.mig_free[0] == {"1g.10gb": 2}
+
+
+# --- MIG geometry from the node (GPU feature discovery labels, tables, names) -----------------
+
+H20_LABELS = {
+    "nvidia.com/gpu.product": "NVIDIA-H20",
+    "nvidia.com/gpu.count": "2",
+    "nvidia.com/gpu.memory": "97871",
+    "nvidia.com/mig.strategy": "mixed",
+    "nvidia.com/mig.config": "custom-h20",
+    "nvidia.com/mig-1g.12gb.count": "7",
+    "nvidia.com/mig-1g.12gb.memory": "11008",
+    "nvidia.com/mig-1g.12gb.multiprocessors": "8",
+    "nvidia.com/mig-1g.12gb.slices.gi": "1",
+    "nvidia.com/mig-1g.12gb.slices.ci": "1",
+    "nvidia.com/mig-3g.48gb.count": "2",
+    "nvidia.com/mig-3g.48gb.memory": "46848",
+    "nvidia.com/mig-3g.48gb.multiprocessors": "32",
+    "nvidia.com/mig-3g.48gb.slices.gi": "3",
+    "nvidia.com/mig-3g.48gb.slices.ci": "3",
+}
+
+
+def test_geometry_from_feature_discovery_labels():
+    profiles, source = dev.node_mig_profiles(H20_LABELS, ["1g.12gb", "3g.48gb"])
+    assert source == {"1g.12gb": "labels", "3g.48gb": "labels"}
+    assert (profiles["1g.12gb"].compute_slices, profiles["1g.12gb"].memory_slices) == (1, 1)
+    assert (profiles["3g.48gb"].compute_slices, profiles["3g.48gb"].memory_slices) == (3, 4)
+    assert profiles["3g.48gb"].max_instances == 2
+    spec = node_gpu_spec(
+        node(H20_LABELS, alloc={"nvidia.com/mig-1g.12gb": "7", "nvidia.com/mig-3g.48gb": "2"})
+    )
+    assert spec.mig_layout == ((("3g.48gb", 2),), (("1g.12gb", 7),))
+    assert spec.mig_notes == ()
+
+
+def test_labels_tell_colliding_names_apart():
+    # 1g.10gb is 2/8 of the memory on an A100-40GB, 1/8 on an A100-80GB
+    forty = {"nvidia.com/gpu.memory": "40960", "nvidia.com/mig-1g.10gb.slices.gi": "1"}
+    forty["nvidia.com/mig-1g.10gb.memory"] = "9856"
+    profiles, _ = dev.node_mig_profiles(forty, ["1g.10gb"])
+    assert profiles["1g.10gb"].memory_slices == 2 and profiles["1g.10gb"].max_instances == 4
+    # without GFD labels the product label picks the table
+    product = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}
+    profiles, source = dev.node_mig_profiles(product, ["1g.10gb", "1g.5gb"])
+    assert source == {"1g.10gb": "table", "1g.5gb": "table"}
+    assert profiles["1g.10gb"].memory_slices == 2
+    profiles, _ = dev.node_mig_profiles({}, ["1g.10gb"])
+    assert profiles["1g.10gb"].memory_slices == 1  # the 80GB-class default
+
+
+def test_geometry_from_the_name_and_gpu_memory():
+    profiles, source = dev.node_mig_profiles({"nvidia.com/gpu.memory": "97871"}, ["1g.24gb"])
+    assert source == {"1g.24gb": "name"}
+    assert (profiles["1g.24gb"].compute_slices, profiles["1g.24gb"].memory_slices) == (1, 2)
+
+
+def test_a100_40gb_node_without_labels_uses_the_table():
+    spec = node_gpu_spec(
+        node(
+            {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB", "nvidia.com/gpu.count": "1"},
+            alloc={"nvidia.com/mig-1g.5gb": "7"},
+        )
+    )
+    assert spec.mig_layout == ((("1g.5gb", 7),),) and spec.mig_notes == ()
+
+
+def test_unknown_profile_is_a_note_not_an_error():
+    spec = node_gpu_spec(
+        node({"nvidia.com/gpu.count": "2"}, alloc={"nvidia.com/mig-1g.33gb": "5"})
+    )
+    assert spec.devices == 2
+    assert sum(dict(d).get("1g.33gb", 0) for d in spec.mig_layout) == 5
+    (note,) = spec.mig_notes
+    assert "MIG profile 1g.33gb: geometry unknown" in note
+    # pods may ask for it: the scheduler only counts the advertised slices
+    assert gpu_request_from({"nvidia.com/mig-1g.33gb": 1}, {}, {}) == GpuRequest(
+        1, mig_profile="1g.33gb"
+    )
+    assert NodeDevices(spec).failure(GpuRequest(5, mig_profile="1g.33gb")) is None
+
+
+def test_slices_overflowing_the_labelled_gpus_are_a_note():
+    spec = node_gpu_spec(
+        node({"nvidia.com/gpu.count": "1"}, alloc={"nvidia.com/mig-3g.40gb": "4"})
+    )
+    assert spec.devices == 2
+    assert "do not fit the 1 MIG GPU(s)" in spec.mig_notes[0]
+
+
+def test_a_mig_request_needs_a_profile_shaped_name():
+    with pytest.raises(FieldError, match="not a MIG profile name"):
+        gpu_request_from({"nvidia.com/mig-big": 1}, {}, {})

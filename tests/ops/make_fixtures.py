@@ -1803,10 +1803,11 @@ def governance() -> dict[str, list[Obj]]:
         }
     ]
     c["controllers"] += [faq_deploy, rs]
-    for p in c["pods"]:  # search's batch pods were launched without owner labels
+    # search's batch job and its pods were launched without owner labels
+    for p in c["pods"] + c["controllers"]:
         if p["metadata"]["namespace"] == "search":
             for key in ("gpupact.io/owner", "gpupact.io/cost-centre"):
-                p["metadata"]["labels"].pop(key, None)
+                p["metadata"].get("labels", {}).pop(key, None)
     tmpl_pod = pod(
         "sweep",
         "ml-platform",

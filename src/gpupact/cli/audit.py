@@ -3,11 +3,13 @@ and what to stop first under shortage.
 
     gpupact audit --snapshot snap/ --contract contract.yaml --now 2026-11-10T12:00:00Z
 
-Exit 0 when no finding is a warning or worse, 1 when some is, 2 on bad input.
+Exit 0 when no finding is a warning or worse (`--fail-on` moves the bar), 1 when some is, 2 on
+bad input.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -65,6 +67,24 @@ def audit_command(
     gang_threshold: str = typer.Option(
         "30m", "--gang-threshold", help="How long a gang may sit half-started (Go duration)."
     ),
+    fail_on: str = typer.Option(
+        "warning",
+        "--fail-on",
+        help="Exit 1 when a finding is this severe or worse: error, warning, info, never.",
+    ),
+    owner_label: list[str] = typer.Option(
+        [],
+        "--owner-label",
+        help="Label/annotation key naming the owner (repeatable; replaces the accepted "
+        "spellings gpupact.io/owner, owner, team, ...).",
+    ),
+    cost_center_label: list[str] = typer.Option(
+        [],
+        "--cost-center-label",
+        "--cost-centre-label",
+        help="Label/annotation key naming the cost centre (repeatable; replaces the accepted "
+        "spellings gpupact.io/cost-centre, cost-center, costcenter, ...).",
+    ),
     output: Output = typer.Option(Output.text, "-o", "--output", help="Output format."),
 ) -> None:
     """Findings with severity and fix: taints, sharing, requests/limits, owners, drift, device
@@ -73,12 +93,30 @@ def audit_command(
         threshold = parse_duration(gang_threshold)
     except ValueError as err:
         raise InputError(f"--gang-threshold: {err}") from None
-    when = moment(now)
+    threshold_severity = _fail_on(fail_on)
+    options = AuditOptions(threshold)
+    if owner_label:
+        options = replace(options, owner_keys=tuple(owner_label))
+    if cost_center_label:
+        options = replace(options, cost_keys=tuple(cost_center_label))
+    moment(now)  # a bad --now fails before the cluster is read
     terms = optional_contract(contract)
     cluster = cluster_source(snapshot, context, kubeconfig)
-    report = audit(Analysis(cluster, now=when, contract=terms), AuditOptions(threshold))
+    when = moment(now, cluster if snapshot is not None else None)
+    report = audit(Analysis(cluster, now=when, contract=terms), options)
     if output is Output.text:
         _render_text(report)
     else:
         emit(report.to_dict(), output)
-    raise typer.Exit(EXIT_FINDINGS if report.failing else EXIT_OK)
+    raise typer.Exit(EXIT_FINDINGS if report.fails(threshold_severity) else EXIT_OK)
+
+
+def _fail_on(text: str) -> Severity | None:
+    if text == "never":
+        return None
+    try:
+        return Severity(text)
+    except ValueError:
+        raise InputError(
+            f"--fail-on: expected error, warning, info or never, got {text!r}"
+        ) from None

@@ -23,6 +23,7 @@ from gpupact.errors import InputError
 from gpupact.ops import Analysis, ClusterSnapshot, diagnose, open_cluster
 from gpupact.ops.diagnose import DiagnoseReport
 from gpupact.ops.findings import Finding, Severity, format_duration
+from gpupact.ops.model import observed_at
 
 STYLE = {Severity.error: "bold red", Severity.warning: "yellow", Severity.info: "cyan"}
 
@@ -40,8 +41,13 @@ def cluster_source(
     )
 
 
-def moment(now: str | None) -> int:
-    """`--now` as Unix seconds; the wall clock only when it is not given."""
+def moment(now: str | None, snapshot: ClusterSnapshot | None = None) -> int:
+    """`--now` as Unix seconds; without it, the snapshot's own time (ages as they were when it
+    was taken), and the wall clock for a live cluster or a snapshot that holds no time."""
+    if now is None and snapshot is not None:
+        taken = observed_at(snapshot)
+        if taken is not None:
+            return taken
     return int(parse_now(now).timestamp())
 
 
@@ -117,7 +123,12 @@ def diagnose_command(
     contract: Path | None = typer.Option(
         None, "--contract", help="Contract: pool cold starts, services' models, class promises."
     ),
-    now: str | None = typer.Option(None, "--now", help="Evaluate at this ISO 8601 time."),
+    now: str | None = typer.Option(
+        None,
+        "--now",
+        help="Evaluate at this ISO 8601 time (default: the snapshot's own time, the wall clock "
+        "for a live cluster).",
+    ),
     output: Output = typer.Option(Output.text, "-o", "--output", help="Output format."),
 ) -> None:
     """Why is it Pending: walk the runbook (nodes, placement, gang, quota, autoscaler, memory)
@@ -126,9 +137,10 @@ def diagnose_command(
         raise InputError("give a target or -A, not both")
     if target is None and not all_namespaces and namespace is None:
         raise InputError("give a target (NAMESPACE/POD) or -A for every pending subject")
-    when = moment(now)
+    moment(now)  # a bad --now fails before the cluster is read
     terms = optional_contract(contract)
     cluster = cluster_source(snapshot, context, kubeconfig)
+    when = moment(now, cluster if snapshot is not None else None)
     analysis = Analysis(cluster, now=when, contract=terms)
     report = diagnose(analysis, target, namespace=None if all_namespaces else namespace)
     if output is Output.text:

@@ -23,6 +23,7 @@ devices inside one group.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -80,19 +81,31 @@ def sharing_mode(name: str) -> SharingMode:
 
 # --- MIG profiles -----------------------------------------------------------------------------
 #
-# NVIDIA Multi-Instance GPU User Guide, "Supported MIG Profiles"
-# (https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html):
-# an A100/H100/H200 GPU has 7 compute slices and 8 memory slices; for A100-SXM4-80GB the
-# profiles are 1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb (names follow the memory
-# share: 1/8, 2/8, 2/8, 4/8, 4/8, 8/8) with at most 7, 4, 3, 2, 1, 1 instances. "Supported GPUs"
-# lists 7 instances at most for A100-80GB, H100-80GB and H200-141GB. H100-80GB uses the same
-# names and counts as A100-80GB; H200-141GB's are 1g.18gb, 1g.35gb, 2g.35gb, 3g.71gb, 4g.71gb,
-# 7g.141gb with the same slice shares and counts (the gpu-operator's default mig-parted configs
-# all-1g.18gb x7, all-1g.35gb x4, all-2g.35gb x3, all-3g.71gb x2, all-4g.71gb, all-7g.141gb).
-# The +me (media extension) variants are left out.
+# A MIG device is a GPU instance of `g` compute slices (of 7) and some memory slices (of 8); its
+# name is `<g>g.<memory>gb` (NVIDIA MIG User Guide, "MIG Device Names"; `<c>c.` in front for a
+# compute instance smaller than its GPU instance). The same name means different geometry on
+# different GPUs (1g.10gb is 1/8 of the memory on A100-80GB, 2/8 on A100-40GB), so a node's
+# geometry is read from the node first: GPU feature discovery's mixed-strategy labels
+# `nvidia.com/mig-<profile>.slices.gi` (compute slices of the GPU instance) and `.memory` (MiB)
+# against the whole GPU's `nvidia.com/gpu.memory` (MiB); then from the built-in tables below
+# (for nodes without those labels); then from the name itself (`<g>g`, and `<n>gb` against
+# `nvidia.com/gpu.memory`). A profile none of these explains is spread over the node's MIG GPUs
+# without a geometry check and reported (`NodeGpuSpec.mig_notes`), never an input error: the
+# scheduler itself only counts the advertised slices.
+#
+# Built-in tables, from the MIG User Guide's "Supported MIG Profiles": A100-SXM4-40GB 1g.5gb,
+# 1g.10gb, 2g.10gb, 3g.20gb, 4g.20gb, 7g.40gb; A100-80GB and H100-80GB 1g.10gb, 1g.20gb, 2g.20gb,
+# 3g.40gb, 4g.40gb, 7g.80gb; H200-141GB 1g.18gb, 1g.35gb, 2g.35gb, 3g.71gb, 4g.71gb, 7g.141gb;
+# each with compute/memory slices 1/1, 1/2, 2/2, 3/4, 4/4, 7/8 and at most 7, 4, 3, 2, 1, 1
+# instances. The +me (media extension) variants are left out.
 
 MIG_COMPUTE_SLICES = 7
 MIG_MEMORY_SLICES = 8
+LABEL_GPU_MEMORY = "nvidia.com/gpu.memory"  # MiB of one whole GPU (mixed strategy)
+LABEL_MIG_STRATEGY = "nvidia.com/mig.strategy"
+LABEL_MIG_CONFIG = "nvidia.com/mig.config"  # mig-manager: the mig-parted config applied
+LABEL_MIG_CONFIG_STATE = "nvidia.com/mig.config.state"  # success | pending | failed
+_MIG_NAME = re.compile(r"^(?:[1-8]c\.)?([1-8])g\.(\d+)gb(?:[+.-][a-z0-9.]+)?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,33 +116,105 @@ class MigProfile:
     max_instances: int
 
 
+def mig_profile_from_slices(name: str, compute: int, memory: int) -> MigProfile:
+    """A profile's instance limit follows from its slices: as many as fit in 7 compute and 8
+    memory slices (the guide's 7, 4, 3, 2, 1, 1)."""
+    limit = min(MIG_COMPUTE_SLICES // compute, MIG_MEMORY_SLICES // memory)
+    return MigProfile(name, compute, memory, max(1, limit))
+
+
 def _table(names: Sequence[str]) -> tuple[MigProfile, ...]:
-    shape = ((1, 1, 7), (1, 2, 4), (2, 2, 3), (3, 4, 2), (4, 4, 1), (7, 8, 1))
-    return tuple(MigProfile(n, c, m, k) for n, (c, m, k) in zip(names, shape, strict=True))
+    shape = ((1, 1), (1, 2), (2, 2), (3, 4), (4, 4), (7, 8))
+    return tuple(mig_profile_from_slices(n, c, m) for n, (c, m) in zip(names, shape, strict=True))
 
 
 MIG_TABLES: Mapping[str, tuple[MigProfile, ...]] = {
+    "A100-40GB": _table(("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb")),
     "A100-80GB": _table(("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")),
     "H100-80GB": _table(("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")),
     "H200-141GB": _table(("1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb")),
 }
-MIG_PROFILES: Mapping[str, MigProfile] = {p.name: p for t in MIG_TABLES.values() for p in t}
 
 
-def mig_profile(name: str) -> MigProfile:
+# by name alone (a node without a product label or GFD labels): the 80GB-class geometry where
+# names collide (1g.10gb), A100-40GB's own names otherwise
+MIG_PROFILES: Mapping[str, MigProfile] = {
+    p.name: p
+    for key in ("A100-80GB", "H100-80GB", "H200-141GB", "A100-40GB")
+    for p in MIG_TABLES[key]
+    if key != "A100-40GB" or p.name != "1g.10gb"
+}
+
+
+def is_mig_profile_name(name: str) -> bool:
+    return _MIG_NAME.match(name) is not None
+
+
+def mig_profile(name: str, profiles: Mapping[str, MigProfile] | None = None) -> MigProfile:
     try:
-        return MIG_PROFILES[name]
+        return (MIG_PROFILES if profiles is None else profiles)[name]
     except KeyError:
         raise FieldError((), f"unknown MIG profile {name!r}") from None
 
 
-def validate_mig_layout(layout: Mapping[str, int]) -> None:
+def _table_for_product(product: str) -> tuple[MigProfile, ...] | None:
+    """The built-in table whose GPU the product label names (NVIDIA-A100-SXM4-40GB ->
+    A100-40GB)."""
+    upper = product.upper()
+    for key, table in MIG_TABLES.items():
+        model, memory = key.split("-")
+        if model in upper and memory in upper:
+            return table
+    return None
+
+
+def _label_int(labels: Mapping[str, str], key: str) -> int | None:
+    text = labels.get(key, "")
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+def node_mig_profiles(
+    labels: Mapping[str, str], names: Sequence[str]
+) -> tuple[dict[str, MigProfile], dict[str, str]]:
+    """Geometry of the MIG profiles `names` on a node with `labels`, and where each came from
+    ("labels" | "table" | "name"); a profile none explains is left out."""
+    gpu_mib = _label_int(labels, LABEL_GPU_MEMORY)
+    table = _table_for_product(labels.get(LABEL_GPU_PRODUCT, "") or labels.get(LABEL_GPU_MODEL, ""))
+    by_table = {p.name: p for p in table} if table is not None else MIG_PROFILES
+    found: dict[str, MigProfile] = {}
+    source: dict[str, str] = {}
+    for name in names:
+        match = _MIG_NAME.match(name)
+        gi = _label_int(labels, f"{MIG_RESOURCE_PREFIX}{name}.slices.gi")
+        mib = _label_int(labels, f"{MIG_RESOURCE_PREFIX}{name}.memory")
+        if gi is not None and mib is not None and gpu_mib is not None and gi <= 7:
+            found[name] = mig_profile_from_slices(name, gi, _memory_slices(mib, gpu_mib))
+            source[name] = "labels"
+        elif name in by_table:
+            found[name], source[name] = by_table[name], "table"
+        elif match is not None and gpu_mib is not None and int(match.group(1)) <= 7:
+            # the name's gb is the slice's memory rounded to whole GB
+            memory = _memory_slices(int(match.group(2)) * 1000, gpu_mib)
+            found[name] = mig_profile_from_slices(name, int(match.group(1)), memory)
+            source[name] = "name"
+    return found, source
+
+
+def _memory_slices(slice_mib: int, gpu_mib: int) -> int:
+    """Memory slices (of 8) a MIG device of `slice_mib` takes on a GPU of `gpu_mib`: NVML
+    reports a little less than the exact share (4864 MiB for 1/8 of 40 GiB), so round."""
+    return min(MIG_MEMORY_SLICES, max(1, round(MIG_MEMORY_SLICES * slice_mib / gpu_mib)))
+
+
+def validate_mig_layout(
+    layout: Mapping[str, int], profiles: Mapping[str, MigProfile] | None = None
+) -> None:
     """One device's slices must fit its 7 compute and 8 memory slices and the per-profile
     instance limits. (NVIDIA's placement geometry is finer; these sums reject what can never
     fit and accept the layouts the gpu-operator ships.)"""
     compute = memory = 0
     for name, count in layout.items():
-        profile = mig_profile(name)
+        profile = mig_profile(name, profiles)
         if count < 0 or count > profile.max_instances:
             raise FieldError(
                 (name,), f"{count} x {name}: at most {profile.max_instances} on one GPU"
@@ -143,14 +228,16 @@ def validate_mig_layout(layout: Mapping[str, int]) -> None:
         )
 
 
-def pack_mig_layout(counts: Mapping[str, int], devices: int) -> tuple[dict[str, int], ...]:
+def pack_mig_layout(
+    counts: Mapping[str, int], devices: int, profiles: Mapping[str, MigProfile] | None = None
+) -> tuple[dict[str, int], ...]:
     """Spread advertised MIG slice counts over `devices` GPUs (largest profiles first, first
     device with room), as a mixed-strategy node's layout when none is given explicitly."""
     layout: list[dict[str, int]] = [{} for _ in range(devices)]
     used = [[0, 0] for _ in range(devices)]
-    order = sorted(counts, key=lambda n: (-mig_profile(n).compute_slices, n))
+    order = sorted(counts, key=lambda n: (-mig_profile(n, profiles).compute_slices, n))
     for name in order:
-        profile = mig_profile(name)
+        profile = mig_profile(name, profiles)
         for _ in range(counts[name]):
             for d in range(devices):
                 c, m = used[d]
@@ -168,6 +255,14 @@ def pack_mig_layout(counts: Mapping[str, int], devices: int) -> tuple[dict[str, 
                     f"{counts[name]} x {name} do not fit on {devices} GPU(s)",
                 )
     return tuple(layout)
+
+
+def spread_mig_slices(layout: list[dict[str, int]], name: str, count: int) -> None:
+    """Deal `count` slices of a profile of unknown geometry over the layout's devices, one at
+    a time (no geometry check: only the count is known)."""
+    for i in range(count):
+        device = layout[i % len(layout)]
+        device[name] = device.get(name, 0) + 1
 
 
 # --- a pod's GPU request ----------------------------------------------------------------------
@@ -193,7 +288,8 @@ class GpuRequest:
         if self.milli < MILLI_PER_GPU and self.count != 1:
             raise FieldError(("milli",), "a GPU share (milli < 1000) is for one GPU only")
         if self.mig_profile is not None:
-            mig_profile(self.mig_profile)
+            if not is_mig_profile_name(self.mig_profile):
+                raise FieldError(("migProfile",), f"not a MIG profile name: {self.mig_profile!r}")
             if self.milli != MILLI_PER_GPU or self.nvlink:
                 raise FieldError(("migProfile",), "a MIG request takes whole slices, no NVLink")
 
@@ -267,8 +363,11 @@ def gpu_request_from(
                 "or shared GPUs together, is not modelled",
             )
         name, amount = mig[0]
-        if name not in MIG_PROFILES:
-            raise FieldError(("spec", "containers"), f"unknown MIG profile {name!r}")
+        if not is_mig_profile_name(name):
+            raise FieldError(
+                ("spec", "containers"),
+                f"{MIG_RESOURCE_PREFIX}{name}: not a MIG profile name (<g>g.<memory>gb)",
+            )
         return GpuRequest(amount, models=models, mig_profile=name)
     if milli is not None and milli < MILLI_PER_GPU:
         if count > 1:
@@ -305,7 +404,9 @@ def _requested_models(
 @dataclass(frozen=True, slots=True)
 class NodeGpuSpec:
     """The GPU hardware and sharing setup of one node. `mig_layout` has one entry per device
-    (a `(profile, slots)` tuple; empty for a device without MIG)."""
+    (a `(profile, slots)` tuple; empty for a device without MIG). `mig_notes`: what could not
+    be read as hardware geometry (an unknown profile, slices that overflow the labelled GPU
+    count) and how it was modelled instead: findings on this node, not input errors."""
 
     mode: SharingMode = SharingMode.NONE
     devices: int = 0
@@ -313,6 +414,7 @@ class NodeGpuSpec:
     replicas: int = 1
     nvlink_group: int = 1
     mig_layout: tuple[tuple[tuple[str, int], ...], ...] = ()
+    mig_notes: tuple[str, ...] = ()
 
     def device_capacity_milli(self) -> list[int]:
         """Milli each device offers to whole/fractional/time-sliced pods (0: a MIG device)."""
@@ -419,7 +521,9 @@ def node_gpu_spec(node: Any) -> NodeGpuSpec:
         _bounded(advertised, MAX_GPUS_PER_NODE, _allocatable_path(node, GPU_RESOURCE), "GPUs")
         if physical is not None:
             _bounded(physical, MAX_GPUS_PER_NODE, count_path, "GPUs")
-        layout = _mig_layout(layout_text, layout_path, mig_counts, physical, advertised)
+        layout, notes = _mig_layout(
+            layout_text, layout_path, mig_counts, physical, advertised, labels
+        )
         devices = len(layout)
         path = layout_path if layout_text is not None else _allocatable_path(node, GPU_RESOURCE)
         _bounded(devices, MAX_GPUS_PER_NODE, path, "GPUs")
@@ -430,6 +534,7 @@ def node_gpu_spec(node: Any) -> NodeGpuSpec:
             1,
             nvlink_group_size(topology, devices),
             tuple(tuple(sorted(d.items())) for d in layout),
+            tuple(notes),
         )
 
     mode = SharingMode.EXCLUSIVE
@@ -464,44 +569,81 @@ def _mig_layout(
     counts: Mapping[str, int],
     physical: int | None,
     whole: int,
-) -> list[dict[str, int]]:
+    labels: Mapping[str, str],
+) -> tuple[list[dict[str, int]], list[str]]:
+    """One {profile: slots} per device (MIG devices first, then `whole` plain GPUs) and the
+    notes on what had to be modelled without known geometry."""
     if text is not None:
+        return _annotated_layout(text, path, labels)
+    profiles, _ = node_mig_profiles(labels, sorted(counts))
+    known = {n: c for n, c in counts.items() if n in profiles}
+    unknown = {n: c for n, c in counts.items() if n not in profiles}
+    notes: list[str] = []
+    labelled = (physical - whole) if physical is not None else 0
+    needed = sum(profiles[n].compute_slices * c for n, c in known.items())
+    fewest = max(1, -(-needed // MIG_COMPUTE_SLICES))
+    devices = labelled if labelled > 0 else fewest
+    packed: tuple[dict[str, int], ...] | None = None
+    while packed is None:
         try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise FieldError(path, f"not JSON: {err.msg}") from None
-        if not isinstance(raw, list) or not all(isinstance(d, dict) for d in raw):
-            raise FieldError(path, "expected a JSON list with one {profile: count} per GPU")
-        layout: list[dict[str, int]] = []
-        for i, device in enumerate(raw):
-            entry: dict[str, int] = {}
-            for name, count in device.items():
-                if isinstance(count, bool) or not isinstance(count, int):
-                    raise FieldError((*path, i, name), f"expected an integer, got {count!r}")
-                if count:
-                    entry[str(name)] = count
-            try:
-                validate_mig_layout(entry)
-            except FieldError as err:
-                raise err.prefixed((*path, i)) from None
-            layout.append(entry)
-        return layout
-    mig_devices = (physical - whole) if physical is not None else 0
-    if mig_devices <= 0:
-        # fewest GPUs that hold the slices
-        needed = sum(mig_profile(n).compute_slices * c for n, c in counts.items())
-        mig_devices = max(1, -(-needed // MIG_COMPUTE_SLICES))
-        while True:
-            try:
-                packed = pack_mig_layout(counts, mig_devices)
-                break
-            except FieldError:
-                mig_devices += 1
-                if mig_devices > 64:
-                    raise
-    else:
-        packed = pack_mig_layout(counts, mig_devices)
-    return [dict(d) for d in packed] + [{} for _ in range(whole)]
+            packed = pack_mig_layout(known, devices, profiles)
+        except FieldError:
+            # more slices than the labelled GPUs hold: model as many GPUs as they need
+            devices = max(devices * 2, fewest)
+            if devices > sum(known.values()):
+                devices = max(1, sum(known.values()))
+                packed = pack_mig_layout(known, devices, profiles)
+    if labelled > 0 and devices != labelled:
+        notes.append(
+            f"the MIG slices advertised ({_counts_text(known)}) do not fit the {labelled} MIG "
+            f"GPU(s) of {LABEL_GPU_COUNT}: modelled on {devices}"
+        )
+    layout = [dict(d) for d in packed]
+    for name, count in sorted(unknown.items()):
+        spread_mig_slices(layout, name, count)
+        notes.append(
+            f"MIG profile {name}: geometry unknown (no {MIG_RESOURCE_PREFIX}{name}.slices.gi / "
+            f".memory and {LABEL_GPU_MEMORY} labels, not in the built-in tables): its {count} "
+            f"slice(s) are counted over {len(layout)} GPU(s) without a fit check"
+        )
+    return layout + [{} for _ in range(whole)], notes
+
+
+def _annotated_layout(
+    text: str, path: tuple[str, ...], labels: Mapping[str, str]
+) -> tuple[list[dict[str, int]], list[str]]:
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise FieldError(path, f"not JSON: {err.msg}") from None
+    if not isinstance(raw, list) or not all(isinstance(d, dict) for d in raw):
+        raise FieldError(path, "expected a JSON list with one {profile: count} per GPU")
+    names = sorted({str(n) for device in raw for n in device})
+    profiles, _ = node_mig_profiles(labels, names)
+    notes = [
+        f"MIG profile {n}: geometry unknown (not in the node's labels or the built-in tables): "
+        "its slices in the layout are taken as given"
+        for n in names
+        if n not in profiles
+    ]
+    layout: list[dict[str, int]] = []
+    for i, device in enumerate(raw):
+        entry: dict[str, int] = {}
+        for name, count in device.items():
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise FieldError((*path, i, name), f"expected a count >= 0, got {count!r}")
+            if count:
+                entry[str(name)] = count
+        try:
+            validate_mig_layout({n: c for n, c in entry.items() if n in profiles}, profiles)
+        except FieldError as err:
+            raise err.prefixed((*path, i)) from None
+        layout.append(entry)
+    return layout, notes
+
+
+def _counts_text(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{c} x {n}" for n, c in sorted(counts.items()))
 
 
 # --- one node's devices: fit and choice (shared by the scalar chain and the engine) ----------

@@ -50,7 +50,14 @@ from gpupact.ops.diagnose import (
 )
 from gpupact.ops.findings import Domain, Finding, Severity, format_duration, sort_findings
 from gpupact.ops.model import time_or_none
-from gpupact.ops.roles import gpu_lost, owner_labels_missing, pools_of
+from gpupact.ops.owners import Owner, owner_of
+from gpupact.ops.roles import (
+    COST_CENTRE_KEYS,
+    OWNER_KEYS,
+    gpu_lost,
+    owner_labels_missing,
+    pools_of,
+)
 
 GPU_RESOURCES_PREFIX = "nvidia.com/"
 DRIVER_LABELS = (
@@ -67,6 +74,8 @@ RUNTIME_FULL = "nvidia.com/cuda.runtime-version.full"
 class AuditOptions:
     gang_threshold: int = 1800  # seconds a gang may sit half-started
     zombie_threshold: int = 600  # seconds (zombie_workloads' own floor)
+    owner_keys: tuple[str, ...] = OWNER_KEYS  # label/annotation keys naming the owner
+    cost_keys: tuple[str, ...] = COST_CENTRE_KEYS  # ... and the cost centre
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -74,13 +83,7 @@ class AuditOptions:
 
 def _workload_key(a: Analysis, pod: Pod) -> str:
     """Pods are reported per owning workload (Deployment, Job, ...), else one by one."""
-    ctrl = a.controller_of(pod)
-    if ctrl is not None:
-        return f"{ctrl.kind} {ctrl.meta.namespace}/{ctrl.meta.name}"
-    refs = pod.raw.get("metadata", {}).get("ownerReferences") if pod.raw else None
-    if isinstance(refs, list) and refs and isinstance(refs[0], dict):
-        return f"{refs[0].get('kind', '')} {pod.namespace}/{refs[0].get('name', '')}"
-    return f"pod {pod.key}"
+    return str(owner_of(a, pod))
 
 
 def _by_workload(a: Analysis, pods: Iterable[Pod]) -> dict[str, list[Pod]]:
@@ -286,45 +289,92 @@ def _gpu_mismatch(subject: str, lines: list[str]) -> Finding:
 
 
 def check_owner_labels(a: Analysis, opts: AuditOptions) -> list[Finding]:
+    """Objects nobody can be charged for. An object is covered when it, its owning controller
+    or its namespace carries an accepted owner and cost-centre key (label or annotation)."""
+
+    def gaps(labels: Any, annotations: Any, namespace: str = "") -> list[str]:
+        missing = owner_labels_missing(labels, annotations, opts.owner_keys, opts.cost_keys)
+        ns = a.snapshot.namespaces.get(namespace) if missing and namespace else None
+        if ns is not None:
+            covered = owner_labels_missing(
+                ns.labels, ns.annotations, opts.owner_keys, opts.cost_keys
+            )
+            missing = [m for m in missing if m in covered]
+        return missing
+
     out = []
-    flagged: set[str] = set()
+    seen: set[str] = set()
     for ctrl in a.snapshot.controllers:
         if ctrl.kind == "ReplicaSet":
             continue
         gpu_templates = [
             t for t in ctrl.templates if GPU_RESOURCES_PREFIX in json.dumps(t.get("spec", {}))
         ]
-        missing = owner_labels_missing(ctrl.meta.labels, ctrl.meta.annotations)
+        missing = gaps(ctrl.meta.labels, ctrl.meta.annotations, ctrl.meta.namespace)
+        owner = Owner(ctrl.kind, ctrl.meta.namespace, ctrl.meta.name, ctrl.api_group)
+        seen.add(str(owner))
         if gpu_templates and missing:
-            subject = f"{ctrl.kind} {ctrl.meta.key}"
-            flagged.add(subject)
-            out.append(_unowned(subject, "a GPU service/job", missing))
+            out.append(
+                _unowned(
+                    str(owner), "a GPU service/job", missing, opts, owner.ref, ctrl.meta.namespace
+                )
+            )
     for key, pods in _by_workload(a, _gpu_pods(a)).items():
-        missing = sorted({m for p in pods for m in owner_labels_missing(p.labels, p.annotations)})
-        if missing and key not in flagged:
-            out.append(_unowned(key, f"{len(pods)} GPU pod(s)", missing))
+        if key in seen:
+            continue  # its controller is in the snapshot and was judged above
+        missing = sorted({m for p in pods for m in gaps(p.labels, p.annotations, p.namespace)})
+        if missing:
+            owner = owner_of(a, pods[0])
+            out.append(
+                _unowned(key, f"{len(pods)} GPU pod(s)", missing, opts, owner.ref, owner.namespace)
+            )
     for obj in a.snapshot.kueue:
         if obj.kind in ("ClusterQueue", "LocalQueue"):
-            missing = owner_labels_missing(obj.meta.labels, obj.meta.annotations)
+            missing = gaps(obj.meta.labels, obj.meta.annotations, obj.meta.namespace)
             if missing:
-                out.append(_unowned(f"{obj.kind} {obj.meta.key}", "a queue", missing))
+                ref = f"{obj.kind.lower()}/{obj.meta.name}"
+                out.append(
+                    _unowned(
+                        f"{obj.kind} {obj.meta.key}",
+                        "a queue",
+                        missing,
+                        opts,
+                        ref,
+                        obj.meta.namespace,
+                    )
+                )
     for name, qmeta in sorted(a.snapshot.volcano_queue_meta.items()):
-        missing = owner_labels_missing(qmeta.labels, qmeta.annotations)
+        missing = gaps(qmeta.labels, qmeta.annotations)
         if missing and name != "root":
-            out.append(_unowned(f"Queue {name}", "a Volcano queue", missing))
+            ref = f"queues.scheduling.volcano.sh/{name}"
+            out.append(_unowned(f"Queue {name}", "a Volcano queue", missing, opts, ref, ""))
     return out
 
 
-def _unowned(subject: str, what: str, missing: list[str]) -> Finding:
+def _unowned(
+    subject: str, what: str, missing: list[str], opts: AuditOptions, ref: str, namespace: str
+) -> Finding:
+    where = f"-n {namespace} " if namespace else ""
+    values = " ".join(f"{k}=<{'team' if k in opts.owner_keys else 'cost-centre'}>" for k in missing)
+    accepted = [
+        f"{k} ({', '.join(keys)})"
+        for k, keys in ((opts.owner_keys[0], opts.owner_keys), (opts.cost_keys[0], opts.cost_keys))
+        if k in missing
+    ]
     return Finding(
         Domain.governance,
         "missing-owner-labels",
         Severity.warning,
         subject,
         f"{what} without {', '.join(missing)}: GPU hours cannot be charged to anyone",
-        (f"missing label(s): {', '.join(missing)}",),
-        "label it gpupact.io/owner and gpupact.io/cost-centre (gpupact compile writes both "
-        "from the contract); resources without an owner should not grow (43.6)",
+        (
+            f"missing label(s): {', '.join(missing)}",
+            "accepted keys (label or annotation, on the object, its controller or its "
+            f"namespace): {'; '.join(accepted)}",
+        ),
+        f"`kubectl {where}label {ref} {values}` (and in its manifest / pod template: gpupact "
+        "compile writes both from the contract); resources without an owner should not grow "
+        "(43.6)",
     )
 
 
@@ -774,7 +824,13 @@ class AuditReport:
 
     @property
     def failing(self) -> bool:
-        return any(f.severity is not Severity.info for f in self.findings)
+        return self.fails(Severity.warning)
+
+    def fails(self, threshold: Severity | None) -> bool:
+        """Some finding is at `threshold` or worse (None: never fail on findings)."""
+        if threshold is None:
+            return False
+        return any(f.severity.rank <= threshold.rank for f in self.findings)
 
 
 def audit(a: Analysis, options: AuditOptions | None = None) -> AuditReport:

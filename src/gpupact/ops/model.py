@@ -13,6 +13,7 @@ Job, LeaderWorkerSet, Volcano Job). Other kinds are counted in `ignored`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -512,3 +513,34 @@ class SnapshotBuilder:
 
     def finish(self) -> ClusterSnapshot:
         return self.snapshot
+
+
+# --- the snapshot's own time --------------------------------------------------------------------
+
+_UTC_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
+
+
+def observed_at(snapshot: ClusterSnapshot) -> int | None:
+    """When the snapshot was taken, as well as it tells: the latest time written in it (node
+    heartbeats, which the kubelet renews every few minutes; events; creation and condition
+    times). None when it holds no time at all. Ages in a report taken hours ago are then
+    measured from the snapshot, not from the moment someone reads it."""
+    stamps: list[str] = []
+    for node in snapshot.nodes:
+        status = node.raw.get("status") if isinstance(node.raw, dict) else None
+        conds = status.get("conditions") if isinstance(status, dict) else None
+        for cond in conds if isinstance(conds, list) else ():
+            if isinstance(cond, dict):
+                stamps.extend(
+                    str(cond.get(k) or "") for k in ("lastHeartbeatTime", "lastTransitionTime")
+                )
+    stamps.extend(p.creation_timestamp for p in snapshot.pods)
+    stamps.extend(p.start_time for p in snapshot.pods)
+    latest = max((s for s in stamps if _UTC_STAMP.match(s)), default="")
+    best = time_or_none(latest) if latest else None
+    others = [e.last for e in snapshot.events if e.last is not None]
+    others += [o.meta.created for o in snapshot.kueue if o.meta.created is not None]
+    others += [c.meta.created for c in snapshot.node_claims if c.meta.created is not None]
+    if best is not None:
+        others.append(best)
+    return max(others, default=None)

@@ -142,12 +142,32 @@ def gpu_lost(roles: Roles, node: Node) -> tuple[int, int] | None:
     return expected, alloc
 
 
-def owner_labels_missing(labels: Mapping[str, str], annotations: Mapping[str, str]) -> list[str]:
+# the spellings organisations use for "who pays" (label or annotation keys); gpupact compile
+# writes the first of each
+OWNER_KEYS = (LABEL_OWNER, "owner", "team", "gpupact.io/team", "app.kubernetes.io/owner")
+COST_CENTRE_KEYS = (
+    LABEL_COST_CENTRE,
+    "gpupact.io/cost-center",
+    "cost-centre",
+    "cost-center",
+    "costcenter",
+    "cost_center",
+    "costCenter",
+)
+
+
+def owner_labels_missing(
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+    owner_keys: Iterable[str] = OWNER_KEYS,
+    cost_keys: Iterable[str] = COST_CENTRE_KEYS,
+) -> list[str]:
+    """The owner / cost-centre keys an object lacks: each is present when any accepted
+    spelling is set (non-empty) as a label or an annotation. Named by the first spelling."""
     missing = []
-    if not (labels.get(LABEL_OWNER) or annotations.get(LABEL_OWNER)):
-        missing.append(LABEL_OWNER)
-    if not labels.get(LABEL_COST_CENTRE):
-        missing.append(LABEL_COST_CENTRE)
+    for keys in (tuple(owner_keys), tuple(cost_keys)):
+        if not any(labels.get(k) or annotations.get(k) for k in keys):
+            missing.append(keys[0])
     return missing
 
 
