@@ -18,6 +18,9 @@ mis-preemption          an online pod preempted by an over-prioritised batch pod
 node-drift              two driver / CUDA versions in the inference pool
 governance              audit: no pool taint, online on time-sliced GPUs, missing labels,
                         GPU requests != limits, an expired temporary quota raise
+init-oom                an init container OOMKilled 6 times at its memory limit (bound, Pending)
+mig-nodes               MIG nodes beyond the built-in tables (H20 1g.12gb from GPU feature
+                        discovery labels, A100-40GB 1g.5gb, a profile nothing describes)
 
 Time is fixed: NOW = 2026-11-10T12:00:00Z (pass `--now` with it).
 """
@@ -1849,6 +1852,199 @@ def governance() -> dict[str, list[Obj]]:
     return c
 
 
+def init_oom() -> dict[str, list[Obj]]:
+    """A reranker whose init container (model download into host RAM) is OOMKilled at its
+    memory limit, over and over: the pod is bound and Pending (Init:CrashLoopBackOff)."""
+    c = base()
+    rerank = pod(
+        "cs-rerank-5f6d7c8b9-m4n8q",
+        "customer-service",
+        node_name="inf-a100-1",
+        phase="Pending",
+        app="cs-rerank",
+        owner=("apps/v1", "ReplicaSet", "cs-rerank-5f6d7c8b9"),
+        age=25,
+    )
+    rerank["metadata"]["labels"]["pod-template-hash"] = "5f6d7c8b9"
+    rerank["spec"]["initContainers"] = [
+        {
+            "name": "model-fetch",
+            "image": "registry.acme.example/model-fetch:0.9.1",
+            "args": ["--model", "bge-reranker-v2", "--to", "/models"],
+            "resources": {
+                "requests": {"cpu": "1", "memory": "4Gi"},
+                "limits": {"cpu": "1", "memory": "4Gi"},
+            },
+            "terminationMessagePath": "/dev/termination-log",
+            "terminationMessagePolicy": "File",
+            "imagePullPolicy": "IfNotPresent",
+        }
+    ]
+    rerank["status"] = {
+        "phase": "Pending",
+        "qosClass": "Guaranteed",
+        "hostIP": "10.0.1.11",
+        "startTime": ts(24),
+        "conditions": [
+            {"type": "PodReadyToStartContainers", "status": "True", "lastTransitionTime": ts(24)},
+            {
+                "type": "Initialized",
+                "status": "False",
+                "reason": "ContainersNotInitialized",
+                "message": "containers with incomplete status: [model-fetch]",
+                "lastTransitionTime": ts(24),
+            },
+            {
+                "type": "Ready",
+                "status": "False",
+                "reason": "ContainersNotReady",
+                "message": "containers with unready status: [server]",
+                "lastTransitionTime": ts(24),
+            },
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": ts(24.5)},
+        ],
+        "initContainerStatuses": [
+            {
+                "name": "model-fetch",
+                "ready": False,
+                "restartCount": 6,
+                "started": False,
+                "image": "registry.acme.example/model-fetch:0.9.1",
+                "imageID": "",
+                "containerID": f"containerd://{uid('init', 'rerank').replace('-', '')}",
+                "state": {
+                    "waiting": {
+                        "reason": "CrashLoopBackOff",
+                        "message": "back-off 2m40s restarting failed container=model-fetch",
+                    }
+                },
+                "lastState": {
+                    "terminated": {
+                        "exitCode": 137,
+                        "reason": "OOMKilled",
+                        "startedAt": ts(4),
+                        "finishedAt": ts(3),
+                    }
+                },
+            }
+        ],
+        "containerStatuses": [
+            {
+                "name": "server",
+                "ready": False,
+                "restartCount": 0,
+                "started": False,
+                "image": "registry.acme.example/cs-rerank:1.4.2",
+                "imageID": "",
+                "state": {"waiting": {"reason": "PodInitializing"}},
+                "lastState": {},
+            }
+        ],
+    }
+    c["pods"].append(rerank)
+    deploy = controller("Deployment", "cs-rerank", "customer-service", rerank, replicas=1)
+    c["controllers"].append(deploy)
+    c["events"].append(
+        event(
+            rerank,
+            "BackOff",
+            "Back-off restarting failed container model-fetch in pod " + rerank["metadata"]["name"],
+            component="kubelet",
+            age=1,
+            count=22,
+            first=20,
+        )
+    )
+    return c
+
+
+# GPU feature discovery labels of a MIG node (mixed strategy): per profile its count, memory
+# (MiB), multiprocessors and GPU / compute instance slices
+def mig_labels(profiles: dict[str, tuple[int, int, int, int]]) -> dict[str, str]:
+    labels = {"nvidia.com/mig.strategy": "mixed"}
+    for name, (count, mib, sms, gi) in profiles.items():
+        labels.update(
+            {
+                f"nvidia.com/mig-{name}.count": str(count),
+                f"nvidia.com/mig-{name}.memory": str(mib),
+                f"nvidia.com/mig-{name}.multiprocessors": str(sms),
+                f"nvidia.com/mig-{name}.slices.gi": str(gi),
+                f"nvidia.com/mig-{name}.slices.ci": str(gi),
+                f"nvidia.com/mig-{name}.engines.copy": str(gi),
+            }
+        )
+    return labels
+
+
+def mig_node(
+    name: str, product: str, memory: int, gpus: int, slices: dict[str, int], labels: dict
+) -> Obj:
+    n = node(name, None, "cn-east-1b")
+    n["metadata"]["labels"].update(
+        {
+            "nodepool": "gpu-mig",
+            "nvidia.com/gpu.present": "true",
+            "nvidia.com/gpu.product": product,
+            "nvidia.com/gpu.count": str(gpus),
+            "nvidia.com/gpu.memory": str(memory),
+            "nvidia.com/mig.config": "all-1g" if len(slices) == 1 else "custom",
+            "nvidia.com/mig.config.state": "success",
+            **labels,
+        }
+    )
+    for key in ("capacity", "allocatable"):
+        for profile, count in slices.items():
+            n["status"][key][f"nvidia.com/mig-{profile}"] = str(count)
+    return n
+
+
+def mig_nodes() -> dict[str, list[Obj]]:
+    """MIG nodes beyond the built-in tables: an H20 (1g.12gb, geometry from GPU feature
+    discovery labels), an A100-40GB without GFD labels (1g.5gb, the table by product) and a
+    node advertising a profile nothing describes. One pending pod asks for a profile no node
+    has."""
+    c = base()
+    c["nodes"] += [
+        mig_node(
+            "mig-h20-0",
+            "NVIDIA-H20",
+            97871,
+            1,
+            {"1g.12gb": 7},
+            mig_labels({"1g.12gb": (7, 11008, 8, 1)}),
+        ),
+        mig_node("mig-a100-40g-0", "NVIDIA-A100-SXM4-40GB", 40960, 1, {"1g.5gb": 7}, {}),
+        mig_node("mig-odd-0", "NVIDIA-X200", 0, 1, {"1g.33gb": 4}, {}),
+    ]
+    c["nodes"][-1]["metadata"]["labels"].pop("nvidia.com/gpu.memory")
+    for i, (profile, node_name) in enumerate(
+        (("1g.12gb", "mig-h20-0"), ("1g.5gb", "mig-a100-40g-0"), ("1g.33gb", "mig-odd-0"))
+    ):
+        c["pods"].append(_mig_pod(f"embed-mig-{i}", profile, node_name))
+    c["pods"].append(_mig_pod("embed-mig-wide", "2g.24gb", None))
+    return c
+
+
+def _mig_pod(name: str, profile: str, node_name: str | None) -> Obj:
+    p = pod(
+        name,
+        "search",
+        node_name=node_name,
+        gpus=0,
+        klass="batch",
+        app="embed-mig",
+        tolerate=None,
+        selector={"nodepool": "gpu-mig"},
+        age=30,
+        message="0/11 nodes are available: 3 Insufficient nvidia.com/mig-2g.24gb, "
+        "8 node(s) didn't match Pod's node affinity/selector.",
+    )
+    res = p["spec"]["containers"][0]["resources"]
+    for key in ("requests", "limits"):
+        res[key][f"nvidia.com/mig-{profile}"] = "1"
+    return p
+
+
 SCENARIOS: dict[str, Callable[[], dict[str, list[Obj]]]] = {
     "healthy": healthy,
     "device-plugin-lost": device_plugin_lost,
@@ -1863,6 +2059,8 @@ SCENARIOS: dict[str, Callable[[], dict[str, list[Obj]]]] = {
     "mis-preemption": mis_preemption,
     "node-drift": node_drift,
     "governance": governance,
+    "init-oom": init_oom,
+    "mig-nodes": mig_nodes,
 }
 # one fixture is written as a single mixed List (`kubectl get nodes,pods,... -o json`)
 SINGLE_FILE = {"node-drift"}

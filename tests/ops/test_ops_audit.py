@@ -114,7 +114,7 @@ def test_shortage_plan_order() -> None:
 
 
 def test_checks_listed() -> None:
-    assert len(CHECKS) == 10
+    assert len(CHECKS) == 11
 
 
 def test_cli_audit() -> None:
@@ -163,3 +163,85 @@ def test_a_hand_edited_raise_annotation_is_a_finding_not_a_crash(tmp_path, annot
     assert (
         codes["unreadable-raise-annotation"].subject == f"ClusterQueue {queue['metadata']['name']}"
     )
+
+
+def test_mig_profile_nothing_describes_is_a_node_finding() -> None:
+    found = [f for f in audit(analysis("mig-nodes")).findings if f.domain.value == "nodes"]
+    assert [(f.code, f.subject) for f in found] == [("mig-geometry-unknown", "node mig-odd-0")]
+    assert "MIG profile 1g.33gb: geometry unknown" in found[0].evidence[0]
+
+
+def _governance_with(tmp_path, edit) -> Analysis:
+    folder = tmp_path / "snap"
+    shutil.copytree(fixture("governance"), folder)
+    data = {f.name: json.loads(f.read_text()) for f in folder.glob("*.json")}
+    edit(data)
+    for name, obj in data.items():
+        (folder / name).write_text(json.dumps(obj))
+    return Analysis(load_snapshot_dir(folder), now=NOW)
+
+
+def _owner_findings(a: Analysis, options: AuditOptions | None = None) -> set[str]:
+    return {f.subject for f in audit(a, options).findings if f.code == "missing-owner-labels"}
+
+
+def test_common_spellings_count_as_owner_labels(tmp_path) -> None:
+    def relabel(data):
+        for obj in data["controllers.json"]["items"] + data["pods.json"]["items"]:
+            if obj["metadata"]["namespace"] == "search":
+                obj["metadata"].setdefault("labels", {}).update(
+                    {"team": "search-infra", "cost-center": "CC-3100"}
+                )
+
+    a = _governance_with(tmp_path, relabel)
+    assert "Job search/embedding-rebuild" not in _owner_findings(a)
+    # configured keys replace the accepted spellings
+    strict = AuditOptions(owner_keys=("acme.com/owner",), cost_keys=("acme.com/cc",))
+    assert "Job search/embedding-rebuild" in _owner_findings(a, strict)
+
+
+def test_a_labelled_controller_or_namespace_covers_its_pods(tmp_path) -> None:
+    def label_namespace(data):
+        for obj in data["scheduling.json"]["items"]:
+            if obj["kind"] == "Namespace" and obj["metadata"]["name"] == "search":
+                obj["metadata"]["labels"].update(
+                    {"gpupact.io/owner": "search-infra", "gpupact.io/cost-centre": "CC-3100"}
+                )
+
+    a = _governance_with(tmp_path, label_namespace)
+    assert "Job search/embedding-rebuild" not in _owner_findings(a)
+    # base: the Job carries the labels, its pods do not -> no finding on anything labelled
+    assert not any("lora-finetune" in s for s in _owner_findings(analysis("governance")))
+
+
+def test_missing_owner_action_is_the_label_command() -> None:
+    (f,) = [
+        f
+        for f in audit(analysis("governance")).findings
+        if f.code == "missing-owner-labels" and f.subject == "Job search/embedding-rebuild"
+    ]
+    assert f.action.startswith(
+        "`kubectl -n search label job/embedding-rebuild gpupact.io/owner=<team> "
+        "gpupact.io/cost-centre=<cost-centre>`"
+    )
+
+
+@pytest.mark.parametrize(("fail_on", "code"), [("error", 1), ("warning", 1), ("never", 0)])
+def test_fail_on(fail_on: str, code: int) -> None:
+    args = ["audit", "--snapshot", str(fixture("mig-nodes")), "--now", NOW_TEXT]
+    got, out, _ = run(*args, "--fail-on", fail_on)
+    # mig-nodes has warnings only: --fail-on error passes
+    assert got == (0 if fail_on == "error" else code), out
+
+
+def test_fail_on_rejects_unknown_severity() -> None:
+    got, _, err = run("audit", "--snapshot", str(fixture("healthy")), "--fail-on", "loud")
+    assert got == 2 and "--fail-on" in err
+
+
+def test_cli_owner_label_option() -> None:
+    args = ["audit", "--snapshot", str(fixture("healthy")), "--now", NOW_TEXT, "-o", "json"]
+    code, out, _ = run(*args, "--owner-label", "acme.com/owner")
+    assert code == 1
+    subjects = {f["subject"] for f in json.loads(out)["findings"]}
+    assert "Deployment customer-service/cs-agent" in subjects

@@ -50,6 +50,8 @@ EXPECTED = {
     },
     "node-drift": {},
     "governance": {},
+    "init-oom": {"pod customer-service/cs-rerank-5f6d7c8b9-m4n8q": ("memory", "oom-killed")},
+    "mig-nodes": {"pod search/embed-mig-wide": ("placement", "unsatisfiable-constraints")},
 }
 
 
@@ -92,8 +94,39 @@ def test_device_plugin_lost_evidence() -> None:
     assert f.severity is Severity.error
     assert any("inf-a100-2" in e and "0 of 8" in e for e in f.evidence)
     assert any("CrashLoopBackOff" in e for e in f.evidence)
-    assert "device plugin" in f.action
-    assert f.data == {"nodes": ["inf-a100-2"], "missingGpus": 8}
+    # the plugin's termination message names the cause, and the fix follows it
+    assert any("Driver/library version mismatch" in e for e in f.evidence)
+    assert f.data == {
+        "nodes": ["inf-a100-2"],
+        "missingGpus": 8,
+        "causes": ["driver-library-mismatch"],
+    }
+    assert "`kubectl cordon inf-a100-2`" in f.action
+    assert "reboot the node" in f.action
+    assert "`kubectl -n kube-system delete pod nvidia-device-plugin-daemonset-" in f.action
+    assert "`kubectl uncordon inf-a100-2`" in f.action
+
+
+def test_device_plugin_driver_not_loaded_needs_another_fix(tmp_path: Path) -> None:
+    folder = tmp_path / "snap"
+    shutil.copytree(fixture("device-plugin-lost"), folder)
+    pods = json.loads((folder / "pods.json").read_text())
+    for pod in pods["items"]:
+        for cs in pod["status"].get("containerStatuses", []):
+            term = cs.get("lastState", {}).get("terminated")
+            if term and "NVML" in term.get("message", ""):
+                term["message"] = (
+                    "I1110 11:54:01 main.go:317] Retrieving plugins.\n"
+                    "E1110 11:54:01 factory.go:87] Incompatible strategy detected auto\n"
+                    "failed to initialize NVML: could not load NVML library: libnvidia-ml.so.1: "
+                    "cannot open shared object file: No such file or directory"
+                )
+    (folder / "pods.json").write_text(json.dumps(pods))
+    (d,) = diagnose(Analysis(load_snapshot_dir(folder), now=NOW)).diagnoses
+    assert d.finding.data["causes"] == ["driver-not-loaded"]
+    assert "install or load the driver" in d.finding.action
+    assert "reboot" not in d.finding.action
+    assert any("libnvidia-ml.so.1: cannot open" in e for e in d.finding.evidence)
 
 
 def test_affinity_names_the_typo_and_the_taint() -> None:
@@ -310,3 +343,74 @@ def test_cluster_autoscaler_triggered_scale_up(tmp_path: Path) -> None:
     assert f.code == "scale-up-in-progress"
     assert any(e.startswith("cluster-autoscaler: TriggeredScaleUp") for e in f.evidence)
     assert f.data["remainingSeconds"] == 630
+
+
+# --- containers that start and die ----------------------------------------------------------
+
+
+def test_init_container_oom_is_host_memory_not_image_pull() -> None:
+    (d,) = diagnose(analysis("init-oom")).diagnoses
+    f = d.finding
+    assert d.status.startswith("Pending (bound to inf-a100-1")
+    assert f.data == {"ooms": 1, "kind": "host", "container": "model-fetch", "init": True}
+    assert any(
+        "init container model-fetch: OOMKilled (host memory, limit 4GiB)" in e and "restarts 6" in e
+        for e in f.evidence
+    )
+    assert "image" not in f.action
+    # the owning Deployment, found through the ReplicaSet's pod-template-hash, and the command
+    assert (
+        "`kubectl -n customer-service set resources deployment/cs-rerank -c model-fetch "
+        "--limits=memory=6Gi`" in f.action
+    )
+
+
+def test_gpu_oom_and_host_oom_are_told_apart() -> None:
+    a = analysis("gpu-oom")
+    (gpu,) = diagnose(a).diagnoses
+    assert gpu.finding.code == "gpu-oom" and gpu.finding.data["kind"] == "gpu"
+    assert any("CUDA OOM (GPU memory)" in e for e in gpu.finding.evidence)
+    # the sibling was OOMKilled by the kernel: host memory, another fix
+    sibling = next(
+        p
+        for p in a.snapshot.pods
+        if p.key != gpu.subject.split(" ")[1]
+        and p.name.startswith("cs-agent")
+        and "OOMKilled" in str(p.raw["status"])
+    )
+    (host,) = diagnose(a, sibling.key).diagnoses
+    assert host.finding.code == "oom-killed"
+    assert "set resources deployment/cs-agent -c server --limits=memory=96Gi" in host.finding.action
+
+
+def test_init_container_crash_without_oom(tmp_path: Path) -> None:
+    folder = tmp_path / "snap"
+    shutil.copytree(fixture("init-oom"), folder)
+    pods = json.loads((folder / "pods.json").read_text())
+    rerank = next(p for p in pods["items"] if p["metadata"]["name"].startswith("cs-rerank"))
+    term = rerank["status"]["initContainerStatuses"][0]["lastState"]["terminated"]
+    term.update(exitCode=1, reason="Error", message="fetch: 403 Forbidden: s3://models/bge")
+    (folder / "pods.json").write_text(json.dumps(pods))
+    (d,) = diagnose(Analysis(load_snapshot_dir(folder), now=NOW)).diagnoses
+    assert d.finding.code == "init-container-failing"
+    assert "403 Forbidden" in " ".join(d.finding.evidence)
+    assert "kubectl -n customer-service logs cs-rerank-5f6d7c8b9-m4n8q -c model-fetch" in (
+        d.finding.action
+    )
+
+
+# --- MIG beyond the built-in tables -----------------------------------------------------------
+
+
+def test_mig_nodes_never_fail_the_whole_run() -> None:
+    for command in ("diagnose", "audit"):
+        args = [command, "--snapshot", str(fixture("mig-nodes")), "--now", NOW_TEXT]
+        code, out, err = run(*(args + ["-A"] if command == "diagnose" else args))
+        assert code == 1, (out, err)
+    (d,) = diagnose(analysis("mig-nodes")).diagnoses
+    text = " ".join(d.finding.evidence)
+    assert "nvidia.com/mig-2g.24gb: 1 requested; the 3 node(s) it may use have at most 0" in text
+    assert "nvidia.com/mig-1g.12gb (up to 7)" in text and "nvidia.com/mig-1g.5gb (up to 7)" in text
+    a = analysis("mig-nodes")
+    layouts = {n: a.state.gpu_specs[a.state.node_index[n]].mig_layout for n in ("mig-h20-0",)}
+    assert layouts["mig-h20-0"] == ((("1g.12gb", 7),),)

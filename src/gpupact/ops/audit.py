@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from gpupact.cluster.devices import SharingMode
+from gpupact.cluster.devices import LABEL_MIG_CONFIG, LABEL_MIG_CONFIG_STATE, SharingMode
 from gpupact.contract.keys import (
     ANNOTATION_EXPIRES,
     ANNOTATION_NEXT_RAISE_EXPIRY,
@@ -454,6 +454,49 @@ def check_gpu_less_nodes(a: Analysis, opts: AuditOptions) -> list[Finding]:
     return out
 
 
+def check_mig_nodes(a: Analysis, opts: AuditOptions) -> list[Finding]:
+    """MIG nodes whose slices could not be read as hardware geometry (a profile neither GPU
+    feature discovery's labels nor the built-in tables describe), and nodes where mig-manager
+    failed to apply the layout the `nvidia.com/mig.config` label asks for."""
+    out = []
+    for row, node in enumerate(a.state.nodes):
+        spec = a.state.gpu_specs[row]
+        if spec.mig_notes:
+            out.append(
+                Finding(
+                    Domain.nodes,
+                    "mig-geometry-unknown",
+                    Severity.warning,
+                    f"node {node.name}",
+                    "MIG slices whose geometry is unknown: counted as advertised, without "
+                    "checking they fit the GPUs",
+                    spec.mig_notes,
+                    "deploy GPU feature discovery with the mixed MIG strategy (it labels "
+                    "nvidia.com/mig-<profile>.slices.gi / .memory and nvidia.com/gpu.memory), or "
+                    "check the node's MIG layout with `nvidia-smi mig -lgi`",
+                    {"notes": list(spec.mig_notes)},
+                )
+            )
+        state = node.labels.get(LABEL_MIG_CONFIG_STATE, "")
+        if state == "failed":
+            config = node.labels.get(LABEL_MIG_CONFIG, "?")
+            out.append(
+                Finding(
+                    Domain.nodes,
+                    "mig-config-failed",
+                    Severity.error,
+                    f"node {node.name}",
+                    f"mig-manager failed to apply {LABEL_MIG_CONFIG}={config}: the GPUs are not "
+                    "cut the way the label asks",
+                    (f"{LABEL_MIG_CONFIG}={config}, {LABEL_MIG_CONFIG_STATE}=failed",),
+                    "read the nvidia-mig-manager pod's logs on the node (GPU operator namespace); "
+                    "drain GPU pods first (MIG changes need idle GPUs), then relabel "
+                    f"`kubectl label node {node.name} {LABEL_MIG_CONFIG}={config} --overwrite`",
+                )
+            )
+    return out
+
+
 def check_stale_gangs(a: Analysis, opts: AuditOptions) -> list[Finding]:
     out = []
     for group, counts in partial_gangs(a):
@@ -691,6 +734,7 @@ def check_zombies(a: Analysis, opts: AuditOptions) -> list[Finding]:
 
 CHECKS: tuple[Callable[[Analysis, AuditOptions], list[Finding]], ...] = (
     check_gpu_less_nodes,
+    check_mig_nodes,
     check_drift,
     check_taint_gaps,
     check_online_shared,

@@ -78,6 +78,7 @@ class PlacementOutcome:
     free_gpu_milli: int = 0  # summed over eligible nodes
     largest_free_milli: int = 0  # on one eligible node (one device for a share)
     examples: tuple[str, ...] = ()  # per-node details for evidence
+    eligible_nodes: tuple[str, ...] = ()  # nodes past the static filters (names)
 
     @property
     def fits(self) -> bool:
@@ -309,6 +310,7 @@ class Analysis:
     def _refusal(self, pod: Pod, result: FitResult, nodes: int) -> PlacementOutcome:
         gpu = pod_usage(pod).gpu
         eligible_rows: list[int] = []
+        eligible_names: list[str] = []
         resource_blocked = constraint_blocked = 0
         examples: list[str] = []
         seen_details: set[str] = set()
@@ -322,6 +324,7 @@ class Analysis:
                     examples.append(f"node {verdict.node}: {line}")
                 continue
             eligible_rows.append(self.state.node_index[verdict.node])
+            eligible_names.append(verdict.node)
             if status.plugin in CONSTRAINT_PLUGINS:
                 constraint_blocked += 1
             else:
@@ -338,14 +341,48 @@ class Analysis:
             free_gpu_milli=free_total,
             largest_free_milli=largest,
             examples=tuple(examples),
+            eligible_nodes=tuple(eligible_names),
         )
         if not eligible_rows:
+            return PlacementOutcome("unsatisfiable", **common)
+        never = self._never_enough(pod, eligible_rows)
+        if never:
+            # NodeResourcesFit says Insufficient, but no eligible node has that much even
+            # empty (a MIG profile nobody advertises, 16 GPUs on 8-GPU nodes): waiting is futile
+            common["examples"] = tuple(never) + tuple(examples)
             return PlacementOutcome("unsatisfiable", **common)
         if gpu is not None and gpu.mig_profile is None and free_total >= gpu.total_milli > largest:
             return PlacementOutcome("fragmented", **common)
         if constraint_blocked and not resource_blocked:
             return PlacementOutcome("constraints", **common)
         return PlacementOutcome("capacity", **common)
+
+    def _never_enough(self, pod: Pod, rows: list[int]) -> list[str]:
+        """Requested resources no node in `rows` has as much allocatable of, even empty."""
+        index = np.asarray(rows, dtype=np.intp)
+        out = []
+        for name, amount in sorted(pod.requests().items()):
+            col = self.state.resource_index.get(name)
+            most = int(self.state.allocatable[index, col].max()) if col is not None else 0
+            if amount > most:
+                out.append(
+                    f"{name}: {amount} requested; the {len(rows)} node(s) it may use have at most "
+                    f"{most} allocatable"
+                    + (f" ({self._offered(name, index)})" if name.startswith("nvidia.com/") else "")
+                )
+        return out
+
+    def _offered(self, resource: str, rows: Any) -> str:
+        """What GPU resources the nodes advertise instead (names and most per node)."""
+        offered: dict[str, int] = {}
+        for name, col in self.state.resource_index.items():
+            if name.startswith("nvidia.com/") and name != resource:
+                most = int(self.state.allocatable[rows, col].max())
+                if most > 0:
+                    offered[name] = most
+        if not offered:
+            return "they advertise no nvidia.com resource"
+        return "they advertise " + ", ".join(f"{n} (up to {v})" for n, v in sorted(offered.items()))
 
     def _free_gpus(self, rows: list[int], gpu: GpuRequest | None) -> tuple[int, int]:
         """(free GPU-milli summed over `rows`, the most on one node — or on one device for a
@@ -362,6 +399,40 @@ class Analysis:
         whole = (usable // 1000) * 1000  # a whole-GPU pod takes only fully free devices
         per_node = whole.sum(axis=1)
         return int(per_node.sum()), int(per_node.max())
+
+    def gpu_room(self, names: Sequence[str], fractional: bool = False) -> list[NodeRoom]:
+        """Free and total GPUs of each named node, most free first (whole GPUs: only fully
+        free devices count; `fractional`: free GPU-milli on the freest device)."""
+        out = []
+        for name in names:
+            row = self.state.node_index[name]
+            free = np.clip(self.state.dev_free_milli[row], 0, None)
+            cap = self.state.dev_capacity_milli[row]
+            devices = int(np.count_nonzero(cap))
+            if fractional:
+                room = int(free.max()) if free.size else 0
+            else:
+                room = int((free // 1000).sum()) * 1000
+            pool = self.roles.node_pool(self.nodes[name])
+            out.append(NodeRoom(name, pool, room, devices))
+        out.sort(key=lambda r: (-r.free_milli, r.node))
+        return out
+
+    def gpu_holders(self, names: Iterable[str], limit: int = 5) -> list[tuple[str, int, int]]:
+        """Who holds the GPUs of the named nodes: (owner, GPU-milli, pods), largest first."""
+        from gpupact.ops.owners import owner_of  # owners imports this module for typing
+
+        held: dict[str, list[int]] = {}
+        for name in names:
+            for pod in self.pods_by_node.get(name, []):
+                gpu = pod_usage(pod).gpu
+                if gpu is None or not pod.holds_resources:
+                    continue
+                entry = held.setdefault(str(owner_of(self, pod)), [0, 0])
+                entry[0] += gpu.total_milli
+                entry[1] += 1
+        ranked = sorted(held.items(), key=lambda kv: (-kv[1][0], kv[0]))
+        return [(k, v[0], v[1]) for k, v in ranked[:limit]]
 
     # --- Kueue ----------------------------------------------------------------------------
 
@@ -503,6 +574,14 @@ class Analysis:
 
     def age(self, created: int | None) -> int | None:
         return None if created is None else max(0, self.now - created)
+
+
+@dataclass(frozen=True)
+class NodeRoom:
+    node: str
+    pool: str
+    free_milli: int
+    devices: int
 
 
 @dataclass(frozen=True)

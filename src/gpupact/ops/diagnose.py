@@ -35,6 +35,7 @@ from gpupact.kube.objects import Pod
 from gpupact.kube.taints import do_not_schedule_taint, find_untolerated_taint
 from gpupact.ops import autoscale
 from gpupact.ops.cluster import KUEUE_GATE, Analysis, PlacementOutcome, shape_key
+from gpupact.ops.device_plugin import PluginCause, plugin_cause
 from gpupact.ops.findings import (
     Diagnosis,
     Domain,
@@ -43,8 +44,15 @@ from gpupact.ops.findings import (
     StepResult,
     format_duration,
 )
-from gpupact.ops.memory import memory_profile, oom_history, service_of, waiting_reason
+from gpupact.ops.memory import (
+    container_troubles,
+    memory_profile,
+    oom_history,
+    service_of,
+    waiting_reason,
+)
 from gpupact.ops.model import GangObject, KueueObject, condition, time_or_none
+from gpupact.ops.owners import SET_RESOURCES_KINDS, owner_of
 
 STARTING_TROUBLE = frozenset(
     {"ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError", "CreateContainerError"}
@@ -145,6 +153,9 @@ def check_nodes(a: Analysis, case: Case) -> Finding | None:
     if case.target is not None and is_starting(case.target):
         starting = [case.target]
     if starting and not case.pods:
+        if any(oom_history(p) for p in starting):
+            case.note(Domain.nodes, "ok", "scheduled already; a container runs out of memory")
+            return check_memory(a, case)
         return _starting(a, case, starting)
     pods = case.placeable
     if not pods:
@@ -173,6 +184,8 @@ def check_nodes(a: Analysis, case: Case) -> Finding | None:
         return None
     gpu_lost = [v for v in lost.values() if v[1] == "gpu-lost"]
     evidence = []
+    plugin_pods: list[Pod] = []
+    causes: dict[str, Any] = {}
     for node, what, expected, alloc in sorted(lost.values(), key=lambda v: v[0].name):
         pool = a.roles.node_pool(node)
         where = f" (pool {pool})" if pool else ""
@@ -184,11 +197,18 @@ def check_nodes(a: Analysis, case: Case) -> Finding | None:
         else:
             ready = condition_text(node.raw)
             evidence.append(f"node {node.name}{where}: NotReady{ready}")
-        evidence.extend(_device_plugin_pods(a, node.name))
+        for plugin, line, cause in _device_plugin_pods(a, node.name):
+            evidence.append(line)
+            plugin_pods.append(plugin)
+            if cause is not None:
+                causes.setdefault(cause.code, cause)
     pod = blocked[0]
     evidence.append(f"pod needs {gpus_text(gpu_milli(pod))} GPU(s): {a.placement(pod).message}")
     if gpu_lost:
         gpus = sum(v[2] - v[3] for v in gpu_lost)
+        names = sorted(v[0].name for v in gpu_lost)
+        found = list(causes.values())
+        evidence.extend(f"device plugin says: {c.what}" for c in found)
         return Finding(
             Domain.nodes,
             "device-plugin-lost",
@@ -198,10 +218,12 @@ def check_nodes(a: Analysis, case: Case) -> Finding | None:
             f"than they have: the device plugin is not registering them (Table 43-5: driver "
             f"upgrade, capacity back to zero)",
             tuple(evidence),
-            "cordon the node(s); check the driver (`nvidia-smi` on the node) and restart the "
-            "NVIDIA device plugin / GPU operator pods there; once `kubectl describe node` shows "
-            f"{GPU_RESOURCE} again, uncordon; roll driver upgrades node by node",
-            {"nodes": sorted(lost), "missingGpus": gpus},
+            _device_plugin_action(names, plugin_pods, found),
+            {
+                "nodes": sorted(lost),
+                "missingGpus": gpus,
+                **({"causes": [c.code for c in found]} if found else {}),
+            },
         )
     return Finding(
         Domain.nodes,
@@ -240,19 +262,65 @@ def condition_text(raw: Any) -> str:
     return ""
 
 
-def _device_plugin_pods(a: Analysis, node: str) -> list[str]:
+def _device_plugin_pods(a: Analysis, node: str) -> list[tuple[Pod, str, PluginCause | None]]:
+    """The device plugin / driver pods on the node: a line each with their state and last
+    termination message, and the cause that message names."""
     out = []
     for pod in a.pods_by_node.get(node, []):
-        if "device-plugin" in pod.name:
-            reason = waiting_reason(pod)
-            out.append(
-                f"  device plugin pod {pod.key}: {pod.phase}" + (f" ({reason})" if reason else "")
-            )
+        if not any(k in pod.name for k in ("device-plugin", "nvidia-driver")):
+            continue
+        troubles = container_troubles(pod)
+        reason = waiting_reason(pod)
+        line = f"  {'driver' if 'driver' in pod.name else 'device plugin'} pod {pod.key}: " + (
+            f"{pod.phase}" + (f" ({reason})" if reason else "")
+        )
+        cause = None
+        for trouble in troubles:
+            line += f"; {trouble.line(a.now)}"
+            cause = cause or plugin_cause(trouble.message or trouble.waiting_message)
+        out.append((pod, line, cause))
     return out
+
+
+def _device_plugin_action(nodes: list[str], plugins: list[Pod], causes: list[Any]) -> str:
+    steps = [f"`kubectl cordon {' '.join(nodes)}`"]
+    if causes:
+        steps.extend(c.fix for c in causes)
+    else:
+        steps.append("check the driver on the node (`nvidia-smi`)")
+    for plugin in plugins[:3]:
+        steps.append(
+            f"restart the plugin: `kubectl -n {plugin.namespace} delete pod {plugin.name}` "
+            "(its DaemonSet recreates it)"
+        )
+    if not plugins:
+        steps.append("restart the NVIDIA device plugin / GPU operator pods on the node")
+    steps.append(
+        f"once `kubectl describe node` shows {GPU_RESOURCE} again: "
+        f"`kubectl uncordon {' '.join(nodes)}`; roll driver upgrades node by node"
+    )
+    return "; ".join(steps)
+
+
+_START_ACTIONS = {
+    "ImagePullBackOff": "fix the image name / tag or the pull secret (`kubectl -n {ns} describe "
+    "pod {pod}` shows the registry's answer); pre-pull large images on the pool's nodes",
+    "ErrImagePull": "fix the image name / tag or the pull secret (`kubectl -n {ns} describe "
+    "pod {pod}` shows the registry's answer); pre-pull large images on the pool's nodes",
+    "CreateContainerConfigError": "a ConfigMap / Secret (or a key in it) the pod references is "
+    "missing: create it, or fix the reference in {owner}",
+    "CreateContainerError": "the runtime could not create the container: read `kubectl -n {ns} "
+    "describe pod {pod}` (command, mounts, security context) and fix {owner}",
+}
 
 
 def _starting(a: Analysis, case: Case, pods: list[Pod]) -> Finding:
     pod = pods[0]
+    troubles = container_troubles(pod)
+    failing = [t for t in troubles if t.reason or t.waiting == "CrashLoopBackOff"]
+    case.note(Domain.nodes, "ok", "scheduled already")
+    if failing:
+        return _container_failing(a, case, pod, failing)
     reason = waiting_reason(pod) or "ContainerCreating"
     age = a.age(time_or_none(pod.creation_timestamp))
     slow = age is not None and age > SLOW_START_SECONDS
@@ -262,10 +330,16 @@ def _starting(a: Analysis, case: Case, pods: list[Pod]) -> Finding:
         f"{waiting_reason(p) or 'ContainerCreating'}"
         for p in pods[:5]
     ]
+    evidence.extend(t.line(a.now) for t in troubles[:3] if t.waiting_message)
     for event in a.events_for("Pod", pod.namespace, pod.name)[-3:]:
         if event.type == "Warning":
             evidence.append(f"event {event.reason}: {event.message}")
-    case.note(Domain.nodes, "ok", "scheduled already")
+    owner = owner_of(a, pod)
+    template = _START_ACTIONS.get(
+        reason,
+        "image pull and model load are part of the cold start (43.4): pre-pull images on the "
+        "pool's nodes and keep model weights on a local cache",
+    )
     return Finding(
         Domain.nodes,
         "pod-starting",
@@ -274,9 +348,33 @@ def _starting(a: Analysis, case: Case, pods: list[Pod]) -> Finding:
         f"scheduled on {pod.node_name}, not started yet ({reason}"
         + (f", for {format_duration(age)})" if age is not None else ")"),
         tuple(evidence),
-        "image pull and model load are part of the cold start (43.4): pre-pull images on the "
-        "pool's nodes; for ImagePullBackOff fix the image name or pull secret",
-        {"node": pod.node_name, "reason": reason},
+        template.format(ns=pod.namespace, pod=pod.name, owner=owner),
+        {"node": pod.node_name, "reason": reason, "owner": str(owner)},
+    )
+
+
+def _container_failing(a: Analysis, case: Case, pod: Pod, failing: list[Any]) -> Finding:
+    first = failing[0]
+    owner = owner_of(a, pod)
+    where = "before the app starts" if first.init else "after it starts"
+    evidence = [f"pod {pod.key} on node {pod.node_name}: {t.line(a.now)}" for t in failing[:4]]
+    for event in a.events_for("Pod", pod.namespace, pod.name)[-2:]:
+        if event.type == "Warning":
+            evidence.append(f"event {event.reason}: {event.message}")
+    return Finding(
+        Domain.nodes,
+        "init-container-failing" if first.init else "container-failing",
+        Severity.error,
+        case.subject,
+        f"scheduled on {pod.node_name}; {first.what} fails {where} "
+        f"({first.reason or first.waiting}"
+        + (f", exit {first.exit_code}" if first.exit_code is not None else "")
+        + f", {first.restarts} restart(s))",
+        tuple(evidence),
+        f"read why: `kubectl -n {pod.namespace} logs {pod.name} -c {first.container} "
+        f"--previous`; fix the command, config or image of {first.what} in {owner} (this is "
+        "not an image-pull or scheduling problem)",
+        {"node": pod.node_name, "container": first.container, "init": first.init},
     )
 
 
@@ -458,9 +556,11 @@ def _asks(pod: Pod) -> str:
     ]
     if tolerated:
         parts.append("tolerates " + ", ".join(tolerated))
-    milli = gpu_milli(pod)
-    if milli:
-        parts.append(f"{gpus_text(milli)} GPU(s)")
+    gpu = pod_usage(pod).gpu
+    if gpu is not None and gpu.mig_profile is not None:
+        parts.append(f"{gpu.count} x MIG {gpu.mig_profile}")
+    elif gpu is not None:
+        parts.append(f"{gpus_text(gpu.total_milli)} GPU(s)")
     return "; ".join(parts)
 
 
@@ -1143,9 +1243,12 @@ def check_memory(a: Analysis, case: Case) -> Finding | None:
         evidence.extend(f"sibling {r.line(a.now)}" for r in more[:3])
     if profile is not None:
         evidence.extend(profile.lines())
+    gpu_records = [r for r in records if not r.host_memory]
+    if records and not gpu_records:
+        return _host_oom(a, case, records, evidence)
     code = "gpu-oom" if records else "model-exceeds-gpu"
     summary = (
-        f"out of memory: {len(records)} container(s) were killed or crashed on memory"
+        f"out of GPU memory: {len(gpu_records)} container(s) crashed on CUDA out-of-memory"
         if records
         else f"the model does not fit its GPUs at contextLength {profile.context}"  # type: ignore[union-attr]
     )
@@ -1163,8 +1266,50 @@ def check_memory(a: Analysis, case: Case) -> Finding | None:
         summary,
         tuple(evidence),
         action,
-        {"ooms": len(records)},
+        {"ooms": len(records), "kind": "gpu"},
     )
+
+
+def _host_oom(a: Analysis, case: Case, records: list[Any], evidence: list[str]) -> Finding:
+    """OOMKilled: the kernel's cgroup OOM killer, host memory, not the GPU."""
+    first = records[0]
+    pod = a.pods.get(first.pod)
+    owner = owner_of(a, pod) if pod is not None else None
+    what = "init container" if first.init else "container"
+    limit = first.limit
+    if limit:
+        more = format_amount("memory", _round_gib(limit * 3 // 2))
+        command = (
+            f"`{owner.kubectl('set resources', f'-c {first.container} --limits=memory={more}')}`"
+            if owner is not None and owner.kind in SET_RESOURCES_KINDS
+            else f"edit the manifest of {owner or first.pod} and re-create it"
+        )
+        raise_it = (
+            f"raise the memory limit of {what} {first.container} (now "
+            f"{format_amount('memory', limit)}) in {owner or first.pod}: {command} (1.5 x now; "
+            "size it to the peak: model weights loaded through host RAM, tokenizer, dataloader)"
+        )
+    else:
+        raise_it = (
+            f"{what} {first.container} has no memory limit: the node itself ran out of memory; "
+            "give the pod a memory request that covers its peak so it lands on a node with room"
+        )
+    return Finding(
+        Domain.memory,
+        "oom-killed",
+        Severity.error,
+        case.subject,
+        f"out of host memory: {len(records)} container(s) OOMKilled by the kernel at their "
+        "memory limit (cgroup), not GPU memory",
+        tuple(evidence),
+        raise_it + "; or lower what it holds in host memory",
+        {"ooms": len(records), "kind": "host", "container": first.container, "init": first.init},
+    )
+
+
+def _round_gib(value: int) -> int:
+    gib = 2**30
+    return -(-value // gib) * gib
 
 
 # --- fallback: capacity -------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 """The model's memory against its GPU (runbook step 6): OOM history and the KV cache.
 
-OOM history comes from the pod's container statuses: `OOMKilled` (the container's memory
-limit) and CUDA out-of-memory messages in a terminated container's message (GPU memory:
-the process exits with an error, not OOMKilled). The profile needs the contract's service:
+OOM history comes from the pod's init and app container statuses: `OOMKilled` is the kernel's
+cgroup OOM killer (host memory: the container went past its memory limit, or the node ran out),
+a CUDA out-of-memory message in a terminated container's message is GPU memory (the process
+exits with an error, not OOMKilled). The two need different fixes: a larger memory limit vs a
+smaller batch / context / a larger GPU. The profile needs the contract's service:
 weights = params x bits / 8, spread over `tensorParallel` GPUs; the KV cache per token is
 taken from the pod annotation `gpupact.io/kv-bytes-per-token` when set, else estimated for a
 grouped-query-attention transformer (8 KV heads x 128 dims, fp16/bf16 cache, layers about
@@ -36,34 +38,135 @@ KV_HEADS, HEAD_DIM, KV_DTYPE_BYTES = 8, 128, 2
 GIB = 2**30
 
 
+CUDA_OOM = "CUDA OOM"
+
+
 @dataclass(frozen=True)
 class OomRecord:
     pod: str
     container: str
-    kind: str  # "OOMKilled" | "CUDA OOM"
+    kind: str  # OOM_KILLED (cgroup, host memory) | CUDA_OOM (GPU memory)
     restarts: int
     finished: int | None  # Unix seconds
     detail: str = ""
+    init: bool = False  # an init container
+    limit: int | None = None  # the container's memory limit, bytes
+
+    @property
+    def host_memory(self) -> bool:
+        return self.kind == OOM_KILLED
 
     def line(self, now: int) -> str:
         when = f", {format_duration(now - self.finished)} ago" if self.finished else ""
         extra = f": {self.detail}" if self.detail else ""
+        what = "init container" if self.init else "container"
+        kind = (
+            f"OOMKilled (host memory, limit {_gib(self.limit)})"
+            if self.host_memory and self.limit
+            else "OOMKilled (host memory)"
+            if self.host_memory
+            else "CUDA OOM (GPU memory)"
+        )
         return (
-            f"pod {self.pod} container {self.container}: {self.kind}{when} "
+            f"pod {self.pod} {what} {self.container}: {kind}{when} "
             f"(restarts {self.restarts}){extra}"
         )
 
 
+@dataclass(frozen=True)
+class ContainerTrouble:
+    """A container that is not running as it should: waiting (CrashLoopBackOff,
+    ImagePullBackOff, ...) and/or last terminated with a failure."""
+
+    container: str
+    init: bool
+    waiting: str  # waiting reason ("" when not waiting)
+    waiting_message: str
+    reason: str  # last termination reason ("" when none): Error, OOMKilled, ...
+    exit_code: int | None
+    message: str  # last termination message (first line)
+    restarts: int
+    finished: int | None
+
+    @property
+    def what(self) -> str:
+        return f"{'init container' if self.init else 'container'} {self.container}"
+
+    def line(self, now: int) -> str:
+        parts = [self.what + ":"]
+        if self.waiting:
+            parts.append(self.waiting)
+        if self.reason:
+            code = f" exit {self.exit_code}" if self.exit_code is not None else ""
+            when = f" {format_duration(now - self.finished)} ago" if self.finished else ""
+            parts.append(f"last terminated {self.reason}{code}{when}")
+        parts.append(f"(restarts {self.restarts})")
+        if self.message or self.waiting_message:
+            parts.append("- " + (self.message or self.waiting_message))
+        return " ".join(parts)
+
+
 def _statuses(pod: Pod) -> list[Mapping[str, Any]]:
+    return [cs for cs, _ in _statuses_with_kind(pod)]
+
+
+def _statuses_with_kind(pod: Pod) -> list[tuple[Mapping[str, Any], bool]]:
+    """(status, is an init container), init containers first (they run first)."""
     status = pod.raw.get("status") if pod.raw else None
     if not isinstance(status, dict):
         return []
     out = []
-    for key in ("initContainerStatuses", "containerStatuses"):
+    for key, init in (("initContainerStatuses", True), ("containerStatuses", False)):
         items = status.get(key)
         if isinstance(items, list):
-            out.extend(s for s in items if isinstance(s, dict))
+            out.extend((s, init) for s in items if isinstance(s, dict))
     return out
+
+
+def _memory_limit(pod: Pod, name: str, init: bool) -> int | None:
+    containers = pod.resources.init_containers if init else pod.resources.containers
+    for c in containers:
+        if c.name == name:
+            return c.limits.get("memory")
+    return None
+
+
+def container_troubles(pod: Pod) -> list[ContainerTrouble]:
+    """Containers waiting or last terminated with a failure, init containers first."""
+    out = []
+    for cs, init in _statuses_with_kind(pod):
+        state = cs.get("state")
+        waiting = state.get("waiting") if isinstance(state, dict) else None
+        waiting = waiting if isinstance(waiting, dict) else {}
+        term = _terminated(state) or _terminated(cs.get("lastState"))
+        failed = term is not None and (
+            term.get("exitCode") not in (0, None) or term.get("reason") not in ("Completed", None)
+        )
+        if not waiting and not failed:
+            continue
+        restarts = cs.get("restartCount")
+        code = term.get("exitCode") if failed and term is not None else None
+        message = str(term.get("message", "")) if failed and term is not None else ""
+        out.append(
+            ContainerTrouble(
+                str(cs.get("name", "")),
+                init,
+                str(waiting.get("reason", "")),
+                str(waiting.get("message", ""))[:200],
+                str(term.get("reason", "")) if failed and term is not None else "",
+                code if isinstance(code, int) else None,
+                _last_line(message),
+                restarts if isinstance(restarts, int) else 0,
+                time_or_none(term.get("finishedAt")) if failed and term is not None else None,
+            )
+        )
+    return out
+
+
+def _last_line(message: str) -> str:
+    """A termination message's last non-empty line: where processes print the fatal error."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    return lines[-1][:200] if lines else ""
 
 
 def _terminated(state: object) -> Mapping[str, Any] | None:
@@ -75,7 +178,7 @@ def _terminated(state: object) -> Mapping[str, Any] | None:
 def oom_history(pod: Pod) -> list[OomRecord]:
     """Containers of `pod` whose current or last termination was an out-of-memory."""
     out = []
-    for cs in _statuses(pod):
+    for cs, init in _statuses_with_kind(pod):
         for state in (cs.get("state"), cs.get("lastState")):
             term = _terminated(state)
             if term is None:
@@ -87,14 +190,17 @@ def oom_history(pod: Pod) -> list[OomRecord]:
                 continue
             at = time_or_none(term.get("finishedAt"))
             restarts = cs.get("restartCount")
+            name = str(cs.get("name", ""))
             out.append(
                 OomRecord(
                     pod.key,
-                    str(cs.get("name", "")),
-                    OOM_KILLED if reason == OOM_KILLED else "CUDA OOM",
+                    name,
+                    CUDA_OOM if marker is not None else OOM_KILLED,
                     restarts if isinstance(restarts, int) else 0,
                     at,
                     _first_line(message, marker) if marker else "",
+                    init,
+                    _memory_limit(pod, name, init),
                 )
             )
             break  # one record per container: the latest termination
@@ -194,7 +300,9 @@ class MemoryProfile:
         return out
 
 
-def _gib(value: int) -> str:
+def _gib(value: int | None) -> str:
+    if value is None:
+        return "none"
     whole, rest = divmod(value * 10 // GIB, 10)
     return f"{whole}.{rest}GiB" if rest else f"{whole}GiB"
 

@@ -29,7 +29,9 @@ _RESOURCE = {
     "CronJob": "cronjob",
     "LeaderWorkerSet": "leaderworkerset",
 }
-TEMPLATE_KINDS = frozenset({"Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Job"})
+# owners whose pod template `kubectl set resources` / `kubectl patch` may change (a Job's and
+# a bare pod's are immutable)
+SET_RESOURCES_KINDS = frozenset({"Deployment", "StatefulSet", "ReplicaSet", "DaemonSet"})
 
 
 @dataclass(frozen=True, slots=True)
