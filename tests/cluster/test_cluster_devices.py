@@ -383,9 +383,7 @@ def test_a100_40gb_node_without_labels_uses_the_table():
 
 
 def test_unknown_profile_is_a_note_not_an_error():
-    spec = node_gpu_spec(
-        node({"nvidia.com/gpu.count": "2"}, alloc={"nvidia.com/mig-1g.33gb": "5"})
-    )
+    spec = node_gpu_spec(node({"nvidia.com/gpu.count": "2"}, alloc={"nvidia.com/mig-1g.33gb": "5"}))
     assert spec.devices == 2
     assert sum(dict(d).get("1g.33gb", 0) for d in spec.mig_layout) == 5
     (note,) = spec.mig_notes
@@ -398,9 +396,7 @@ def test_unknown_profile_is_a_note_not_an_error():
 
 
 def test_slices_overflowing_the_labelled_gpus_are_a_note():
-    spec = node_gpu_spec(
-        node({"nvidia.com/gpu.count": "1"}, alloc={"nvidia.com/mig-3g.40gb": "4"})
-    )
+    spec = node_gpu_spec(node({"nvidia.com/gpu.count": "1"}, alloc={"nvidia.com/mig-3g.40gb": "4"}))
     assert spec.devices == 2
     assert "do not fit the 1 MIG GPU(s)" in spec.mig_notes[0]
 

@@ -405,7 +405,7 @@ def test_init_container_crash_without_oom(tmp_path: Path) -> None:
 def test_mig_nodes_never_fail_the_whole_run() -> None:
     for command in ("diagnose", "audit"):
         args = [command, "--snapshot", str(fixture("mig-nodes")), "--now", NOW_TEXT]
-        code, out, err = run(*(args + ["-A"] if command == "diagnose" else args))
+        code, out, err = run(*([*args, "-A"] if command == "diagnose" else args))
         assert code == 1, (out, err)
     (d,) = diagnose(analysis("mig-nodes")).diagnoses
     text = " ".join(d.finding.evidence)
