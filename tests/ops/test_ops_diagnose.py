@@ -134,7 +134,10 @@ def test_affinity_names_the_typo_and_the_taint() -> None:
     by = {d.name: d.finding for d in report.diagnoses}
     typo = by["cs-agent-canary-6f7c9d8b5-x2k4p"]
     assert typo.data["plugin"] == "NodeAffinity"
-    assert any("gpu.model=a100-80gb: no node has it (values: a100-80g" in e for e in typo.evidence)
+    assert any(
+        "gpu.model=a100-80gb: no node has it (values of gpu.model: a100-80g" in e
+        for e in typo.evidence
+    )
     stray = by["embedding-adhoc-q7w2z"]
     assert stray.data["plugin"] == "TaintToleration"
     assert any("workload=online-infer:NoSchedule" in e for e in stray.evidence)
@@ -142,9 +145,97 @@ def test_affinity_names_the_typo_and_the_taint() -> None:
     assert stray.evidence[0].startswith("kube-scheduler: 0/8 nodes are available: ")
 
 
-def test_fragmentation_numbers() -> None:
+def test_fragmentation_names_the_pool_and_each_nodes_free_gpus() -> None:
     (d,) = diagnose(analysis("fragmentation")).diagnoses
-    assert d.finding.data == {"freeGpus": "6", "largestBlock": "2", "needed": "4"}
+    f = d.finding
+    assert f.data == {
+        "freeGpus": "6",
+        "largestBlock": "2",
+        "needed": "4",
+        "pools": ["gpu-inference"],
+        "freePerNode": {"inf-a100-0": "2", "inf-a100-1": "2", "inf-a100-2": "2"},
+    }
+    assert "in pool gpu-inference" in f.summary
+    assert (
+        "pool gpu-inference: 6 GPU(s) free on 3 eligible node(s); free/GPUs per node: "
+        "inf-a100-0 2/8, inf-a100-1 2/8, inf-a100-2 2/8" in f.evidence
+    )
+    assert any(
+        e.startswith("the partly free nodes are held by Deployment customer-service/cs-agent")
+        for e in f.evidence
+    )
+    assert "`kubectl cordon inf-a100-0`" in f.action
+
+
+def _with_pod_spec(tmp_path: Path, name: str, edit) -> Analysis:
+    folder = tmp_path / "snap"
+    shutil.copytree(fixture("affinity-unsatisfiable"), folder)
+    pods = json.loads((folder / "pods.json").read_text())
+    edit(next(p for p in pods["items"] if p["metadata"]["name"] == name)["spec"])
+    (folder / "pods.json").write_text(json.dumps(pods))
+    return Analysis(load_snapshot_dir(folder), now=NOW)
+
+
+def _term(*expressions: tuple[str, str, list[str]]) -> dict:
+    return {
+        "matchExpressions": [
+            {"key": k, "operator": op, "values": values} for k, op, values in expressions
+        ]
+    }
+
+
+def test_required_affinity_terms_no_node_satisfies_together(tmp_path: Path) -> None:
+    def edit(spec: dict) -> None:
+        spec["nodeSelector"] = {}
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        _term(
+                            ("nodepool", "In", ["gpu-inference"]), ("gpu.model", "In", ["h100-80g"])
+                        ),
+                        _term(("gpu.model", "In", ["a100-80gb", "a100-40g"])),
+                    ]
+                }
+            }
+        }
+
+    a = _with_pod_spec(tmp_path, "cs-agent-canary-6f7c9d8b5-x2k4p", edit)
+    by = {d.name: d.finding for d in diagnose(a).diagnoses}
+    f = by["cs-agent-canary-6f7c9d8b5-x2k4p"]
+    assert f.data["plugin"] == "NodeAffinity"
+    assert (
+        "required node affinity term 1: gpu.model in (h100-80g) (2 node(s)) and nodepool in "
+        "(gpu-inference) (3 node(s)) match no node together" in f.evidence
+    )
+    assert (
+        "required node affinity term 2: gpu.model in (a100-40g,a100-80gb) matches no node "
+        "(values of gpu.model: a100-80g, h100-80g, l40s)" in f.evidence
+    )
+    assert "`kubectl -n customer-service edit deployment/cs-agent`" in f.action
+
+
+def test_node_selector_pairs_no_node_has_together(tmp_path: Path) -> None:
+    def edit(spec: dict) -> None:
+        spec["nodeSelector"] = {"nodepool": "gpu-inference", "gpu.model": "h100-80g"}
+
+    a = _with_pod_spec(tmp_path, "cs-agent-canary-6f7c9d8b5-x2k4p", edit)
+    by = {d.name: d.finding for d in diagnose(a).diagnoses}
+    assert (
+        "nodeSelector gpu.model=h100-80g (2 node(s)), nodepool=gpu-inference (3 node(s)): no node "
+        "has them all together" in by["cs-agent-canary-6f7c9d8b5-x2k4p"].evidence
+    )
+
+
+def test_taint_action_carries_the_toleration_with_its_value() -> None:
+    by = {d.name: d.finding for d in diagnose(analysis("affinity-unsatisfiable")).diagnoses}
+    f = by["embedding-adhoc-q7w2z"]
+    assert f.data["taints"] == ["workload=online-infer:NoSchedule"]
+    assert (
+        '{"key":"workload","operator":"Equal","value":"online-infer","effect":"NoSchedule"}'
+        in f.action
+    )
+    assert "Job search/embedding-adhoc" in f.action and "re-create it" in f.action
 
 
 def test_gang_half_started_holds_gpus() -> None:

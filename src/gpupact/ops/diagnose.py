@@ -34,7 +34,7 @@ from gpupact.errors import InputError
 from gpupact.kube.objects import Pod
 from gpupact.kube.taints import do_not_schedule_taint, find_untolerated_taint
 from gpupact.ops import autoscale
-from gpupact.ops.cluster import KUEUE_GATE, Analysis, PlacementOutcome, shape_key
+from gpupact.ops.cluster import KUEUE_GATE, Analysis, PlacementOutcome, _required, shape_key
 from gpupact.ops.device_plugin import PluginCause, plugin_cause
 from gpupact.ops.findings import (
     Diagnosis,
@@ -486,15 +486,7 @@ def _blocking_filter(a: Analysis, pod: Pod) -> tuple[str, list[str]]:
     required = pod.required_node_affinity
     selected = [n for n in nodes if required.matches(n.name, n.labels)]
     if not selected:
-        lines = []
-        for key, value in sorted(pod.node_selector.items()):
-            seen = sorted({n.labels[key] for n in nodes if key in n.labels})
-            if value not in seen:
-                shown = ", ".join(seen[:8]) if seen else "no node has this label"
-                lines.append(f"nodeSelector {key}={value}: no node has it (values: {shown})")
-        if not lines:
-            lines.append("the required node affinity matches no node")
-        return "NodeAffinity", lines
+        return "NodeAffinity", affinity_lines(pod, nodes)
     tolerated = [
         n
         for n in selected
@@ -510,6 +502,109 @@ def _blocking_filter(a: Analysis, pod: Pod) -> tuple[str, list[str]]:
     if not open_:
         return "NodeUnschedulable", [f"node {n.name}: cordoned" for n in tolerated[:4]]
     return "GPUDevices", []
+
+
+def _values(nodes: Sequence[Any], key: str) -> str:
+    seen = sorted({n.labels[key] for n in nodes if key in n.labels})
+    if not seen:
+        return f"no node has a {key} label"
+    more = f" (+{len(seen) - 8} more)" if len(seen) > 8 else ""
+    return f"values of {key}: {', '.join(seen[:8])}{more}"
+
+
+def affinity_lines(pod: Pod, nodes: Sequence[Any]) -> list[str]:
+    """Why the pod's nodeSelector and required node affinity match no node: each selector
+    entry or affinity expression no node satisfies on its own (with the values that exist),
+    or, when each is satisfiable, which ones no node satisfies together."""
+    lines: list[str] = []
+    selector = sorted(pod.node_selector.items())
+    for key, value in selector:
+        if not any(n.labels.get(key) == value for n in nodes):
+            lines.append(f"nodeSelector {key}={value}: no node has it ({_values(nodes, key)})")
+    by_selector = [n for n in nodes if all(n.labels.get(k) == v for k, v in selector)]
+    if selector and not by_selector and not lines:
+        counts = ", ".join(
+            f"{k}={v} ({sum(1 for n in nodes if n.labels.get(k) == v)} node(s))"
+            for k, v in selector
+        )
+        lines.append(f"nodeSelector {counts}: no node has them all together")
+    affinity = pod.node_affinity
+    terms = affinity.required.terms if affinity is not None and affinity.required else ()
+    for i, term in enumerate(terms, 1):
+        where = f"required node affinity term {i}"
+        if term.issues:
+            lines.append(f"{where}: invalid ({term.issues[0]}): it never matches")
+            continue
+        alone = []
+        for req in term.match_expressions:
+            count = sum(1 for n in nodes if req.matches(n.labels))
+            if count == 0:
+                lines.append(f"{where}: {req} matches no node ({_values(nodes, req.key)})")
+            alone.append(f"{req} ({count} node(s))")
+        if any(line.startswith(where) for line in lines):
+            continue
+        if not any(term.matches(n.name, n.labels) for n in nodes):
+            lines.append(f"{where}: {' and '.join(alone)} match no node together")
+        elif selector:
+            lines.append(
+                f"{where} matches nodes, but none of them also has nodeSelector "
+                + ", ".join(f"{k}={v}" for k, v in selector)
+            )
+    if not lines:
+        lines.append("the required node affinity matches no node")
+    return lines
+
+
+def _untolerated(pod: Pod, nodes: Sequence[Any]) -> list[Any]:
+    """The distinct taints that keep the pod off `nodes`, most common first."""
+    counts: dict[Any, int] = {}
+    for n in nodes:
+        taint = find_untolerated_taint(n.taints, pod.tolerations, do_not_schedule_taint)
+        if taint is not None:
+            counts[taint] = counts.get(taint, 0) + 1
+    return sorted(counts, key=lambda t: (-counts[t], str(t)))
+
+
+def _toleration_yaml(taint: Any) -> str:
+    fields = [f'"key":"{taint.key}"']
+    if taint.value:
+        fields += ['"operator":"Equal"', f'"value":"{taint.value}"']
+    else:
+        fields.append('"operator":"Exists"')
+    fields.append(f'"effect":"{taint.effect}"')
+    return "{" + ",".join(fields) + "}"
+
+
+def _toleration_action(a: Analysis, pod: Pod, taints: list[Any], pools: list[str]) -> str:
+    owner = owner_of(a, pod)
+    if not taints:
+        return _UNSAT_ACTIONS["TaintToleration"]
+    taint = taints[0]
+    toleration = _toleration_yaml(taint)
+    where = f"pool {', '.join(pools)}" if pools else "those nodes"
+    if owner.kind in SET_RESOURCES_KINDS:
+        has = _template_has_tolerations(a, pod)
+        path = "/spec/template/spec/tolerations" + ("/-" if has else "")
+        value = toleration if has else f"[{toleration}]"
+        how = (
+            f"`{owner.kubectl('patch', '--type=json')} -p "
+            f'\'[{{"op":"add","path":"{path}","value":{value}}}]\'`'
+        )
+    else:
+        how = f"add it to the manifest of {owner} and re-create it (its pod template is immutable)"
+    return (
+        f"if {owner} belongs in {where}, tolerate its taint {taint}: {toleration}: {how}; "
+        "otherwise point its nodeSelector at its own pool - do not remove the pool taint"
+    )
+
+
+def _template_has_tolerations(a: Analysis, pod: Pod) -> bool:
+    ctrl = a.controller_of(pod)
+    for template in ctrl.templates if ctrl is not None else ():
+        spec = template.get("spec") if isinstance(template, dict) else None
+        if isinstance(spec, dict) and spec.get("tolerations"):
+            return True
+    return ctrl is None and bool(pod.tolerations)
 
 
 def _unsatisfiable(a: Analysis, case: Case, pod: Pod, outcome: PlacementOutcome) -> Finding:
@@ -529,6 +624,26 @@ def _unsatisfiable(a: Analysis, case: Case, pod: Pod, outcome: PlacementOutcome)
         "NodeUnschedulable": "the nodes it may use are all cordoned",
         "GPUDevices": "no node has the GPUs it asks for",
     }.get(plugin, "topology spread / pod affinity leave no node")
+    owner = owner_of(a, pod)
+    action = _UNSAT_ACTIONS.get(plugin, _UNSAT_ACTIONS["NodeAffinity"])
+    data: dict[str, Any] = {"plugin": plugin, "message": outcome.message, "nodes": outcome.nodes}
+    if plugin == "TaintToleration":
+        selected = [n for n in a.snapshot.nodes if _required(pod).matches(n.name, n.labels)]
+        taints = _untolerated(pod, selected)
+        pools = sorted({a.roles.node_pool(n) for n in selected if a.roles.node_pool(n)})
+        action = _toleration_action(a, pod, taints, pools)
+        data["taints"] = [str(t) for t in taints]
+    elif plugin == "NodeAffinity":
+        action = (
+            f"fix the nodeSelector / required node affinity of {owner} (`"
+            + (
+                owner.kubectl("edit")
+                if owner.kind != "Pod"
+                else f"kubectl -n {pod.namespace} get pod {pod.name} -o yaml"
+            )
+            + "`) to values that exist (above), or label the pool's nodes (Table 43-2)"
+        )
+    data["owner"] = str(owner)
     return Finding(
         Domain.placement,
         "unsatisfiable-constraints",
@@ -536,8 +651,8 @@ def _unsatisfiable(a: Analysis, case: Case, pod: Pod, outcome: PlacementOutcome)
         case.subject,
         f"no node can take it as it is: {what} ({outcome.nodes} node(s) ruled out)",
         tuple(evidence),
-        _UNSAT_ACTIONS.get(plugin, _UNSAT_ACTIONS["NodeAffinity"]),
-        {"plugin": plugin, "message": outcome.message, "nodes": outcome.nodes},
+        action,
+        data,
     )
 
 
@@ -564,30 +679,94 @@ def _asks(pod: Pod) -> str:
     return "; ".join(parts)
 
 
+def room_lines(a: Analysis, nodes: Sequence[str], fractional: bool = False) -> list[str]:
+    """Per pool: its eligible nodes' free GPUs, node by node (the freest first; the rest
+    summarised)."""
+    rooms = a.gpu_room(nodes, fractional)
+    pools: dict[str, list[Any]] = {}
+    for room in rooms:
+        pools.setdefault(room.pool or "(no pool label)", []).append(room)
+    lines = []
+    for pool, items in sorted(pools.items()):
+        total = sum(r.free_milli for r in items)
+        shown = ", ".join(
+            f"{r.node} {gpus_text(r.free_milli)}/{r.devices}" for r in items[:ROOM_NODES_SHOWN]
+        )
+        rest = items[ROOM_NODES_SHOWN:]
+        if rest:
+            spread: dict[int, int] = {}
+            for r in rest:
+                spread[r.free_milli] = spread.get(r.free_milli, 0) + 1
+            shown += (
+                f" (+{len(rest)} more: "
+                + ", ".join(
+                    f"{n} with {gpus_text(m)} free" for m, n in sorted(spread.items(), reverse=True)
+                )
+                + ")"
+            )
+        lines.append(
+            f"pool {pool}: {gpus_text(total)} GPU(s) free on {len(items)} eligible node(s); "
+            f"free/GPUs per node: {shown}"
+        )
+    return lines
+
+
+ROOM_NODES_SHOWN = 8
+
+
+def holder_lines(a: Analysis, nodes: Sequence[str], what: str = "held by") -> list[str]:
+    return [
+        f"{what} {owner}: {gpus_text(milli)} GPU(s) in {pods} pod(s)"
+        for owner, milli, pods in a.gpu_holders(nodes)
+    ]
+
+
 def _fragmented(a: Analysis, case: Case, pod: Pod, outcome: PlacementOutcome) -> Finding:
     need = gpu_milli(pod)
+    gpu = pod_usage(pod).gpu
+    fractional = gpu is not None and gpu.fractional
+    rooms = a.gpu_room(outcome.eligible_nodes, fractional)
+    pools = sorted({r.pool for r in rooms if r.pool})
+    partial = [r.node for r in rooms if 0 < r.free_milli < need]
     evidence = [
-        f"{gpus_text(outcome.free_gpu_milli)} GPU(s) free across {outcome.eligible} eligible "
-        f"node(s), at most {gpus_text(outcome.largest_free_milli)} on any one; the pod needs "
-        f"{gpus_text(need)} on one node",
+        *room_lines(a, outcome.eligible_nodes, fractional),
+        *holder_lines(a, partial, "the partly free nodes are held by"),
         f"kube-scheduler: {outcome.message}",
         *_scheduler_said(a, pod),
     ]
+    closest = rooms[0] if rooms else None
+    drain = ""
+    if closest is not None:
+        movers = [
+            p.key
+            for p in a.pods_by_node.get(closest.node, [])
+            if p.holds_resources and gpu_milli(p) > 0
+        ]
+        drain = (
+            f"to place it now, free {closest.node} ({gpus_text(closest.free_milli)} of "
+            f"{closest.devices} free): move its GPU pods ({', '.join(movers[:4])}"
+            + (f" +{len(movers) - 4}" if len(movers) > 4 else "")
+            + f") elsewhere, e.g. `kubectl cordon {closest.node}` then delete them one by one "
+            "so their controllers re-create them on other nodes; "
+        )
+    where = f" in pool {', '.join(pools)}" if pools else ""
     return Finding(
         Domain.placement,
         "gpu-fragmentation",
         Severity.warning,
         case.subject,
-        f"GPU fragmentation: enough GPUs are free in total ({gpus_text(outcome.free_gpu_milli)}), "
-        f"but no eligible node has {gpus_text(need)} free",
+        f"GPU fragmentation{where}: {gpus_text(outcome.free_gpu_milli)} GPU(s) free in total, "
+        f"at most {gpus_text(outcome.largest_free_milli)} on one node; it needs "
+        f"{gpus_text(need)} on one node",
         tuple(evidence),
-        "bin-pack GPU pods (MostAllocated or FGD scoring) so whole nodes stay free for "
-        "multi-GPU pods; move small GPU pods off a node (descheduler / drain one node); keep "
-        "multi-GPU work on a pool or queue of its own",
+        drain + "for good: bin-pack GPU pods (MostAllocated or FGD scoring) so whole nodes stay "
+        "free for multi-GPU pods, and keep multi-GPU work on a pool or queue of its own",
         {
             "freeGpus": gpus_text(outcome.free_gpu_milli),
             "largestBlock": gpus_text(outcome.largest_free_milli),
             "needed": gpus_text(need),
+            "pools": pools,
+            "freePerNode": {r.node: gpus_text(r.free_milli) for r in rooms[:50]},
         },
     )
 
