@@ -18,6 +18,7 @@ mis-preemption          an online pod preempted by an over-prioritised batch pod
 node-drift              two driver / CUDA versions in the inference pool
 governance              audit: no pool taint, online on time-sliced GPUs, missing labels,
                         GPU requests != limits, an expired temporary quota raise
+gang-waiting            a 2 x 8-GPU gang behind a running gang that holds both training nodes
 init-oom                an init container OOMKilled 6 times at its memory limit (bound, Pending)
 mig-nodes               MIG nodes beyond the built-in tables (H20 1g.12gb from GPU feature
                         discovery labels, A100-40GB 1g.5gb, a profile nothing describes)
@@ -1852,6 +1853,41 @@ def governance() -> dict[str, list[Obj]]:
     return c
 
 
+def gang_waiting() -> dict[str, list[Obj]]:
+    """A 2 x 8-GPU training gang queued behind a running one that holds both training nodes:
+    each member alone would need a whole node; the gang is what blocks."""
+    c = base()
+    for i in range(2):
+        c["pods"].append(
+            pod(
+                f"lora-b-worker-{i}",
+                "ml-platform",
+                gpus=8,
+                klass="fine-tune",
+                app="lora-b",
+                group="lora-b",
+                scheduler="volcano",
+                cpu="32",
+                memory="256Gi",
+                age=40,
+                owner=("batch.volcano.sh/v1alpha1", "Job", "lora-b"),
+            )
+        )
+    c["volcano"].append(
+        podgroup(
+            "lora-b",
+            "ml-platform",
+            2,
+            phase="Inqueue",
+            age=40,
+            conditions=unschedulable(
+                "2/2 tasks in gang unschedulable: 2 Insufficient nvidia.com/gpu"
+            ),
+        )
+    )
+    return c
+
+
 def init_oom() -> dict[str, list[Obj]]:
     """A reranker whose init container (model download into host RAM) is OOMKilled at its
     memory limit, over and over: the pod is bound and Pending (Init:CrashLoopBackOff)."""
@@ -2059,6 +2095,7 @@ SCENARIOS: dict[str, Callable[[], dict[str, list[Obj]]]] = {
     "mis-preemption": mis_preemption,
     "node-drift": node_drift,
     "governance": governance,
+    "gang-waiting": gang_waiting,
     "init-oom": init_oom,
     "mig-nodes": mig_nodes,
 }

@@ -3,6 +3,7 @@ domain that explains each pending subject, with the evidence and action of the t
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 from pathlib import Path
@@ -13,6 +14,7 @@ from ops_helpers import NOW, NOW_TEXT, acme, analysis, fixture, run
 
 from gpupact.ops import Analysis, Domain, Severity, diagnose, load_snapshot_dir
 from gpupact.ops.diagnose import STEPS, pending_cases
+from gpupact.ops.model import observed_at
 
 # fixture -> {subject: (domain, code)}
 EXPECTED = {
@@ -50,6 +52,7 @@ EXPECTED = {
     },
     "node-drift": {},
     "governance": {},
+    "gang-waiting": {"podgroup ml-platform/lora-b": ("gang", "gang-waiting-capacity")},
     "init-oom": {"pod customer-service/cs-rerank-5f6d7c8b9-m4n8q": ("memory", "oom-killed")},
     "mig-nodes": {"pod search/embed-mig-wide": ("placement", "unsatisfiable-constraints")},
 }
@@ -505,3 +508,63 @@ def test_mig_nodes_never_fail_the_whole_run() -> None:
     a = analysis("mig-nodes")
     layouts = {n: a.state.gpu_specs[a.state.node_index[n]].mig_layout for n in ("mig-h20-0",)}
     assert layouts["mig-h20-0"] == ((("1g.12gb", 7),),)
+
+
+def test_gang_that_blocks_gets_evidence_not_ok() -> None:
+    (d,) = diagnose(analysis("gang-waiting")).diagnoses
+    assert all(step.domain.value != "gang" for step in d.checked)  # never "gang: ok"
+    f = d.finding
+    assert f.data["neededGpus"] == "16" and f.data["freeGpus"] == "0"
+    assert f.data["pools"] == ["gpu-train"]
+    assert (
+        "needs 2 more member(s) at once x 8 GPU(s) = 16 GPU(s); free now on the 2 node(s) they "
+        "may use: 0 GPU(s), room for 0 member(s) by node" in f.evidence
+    )
+    assert (
+        "pool gpu-train: 0 GPU(s) free on 2 eligible node(s); free/GPUs per node: "
+        "train-h100-0 0/8, train-h100-1 0/8" in f.evidence
+    )
+    assert "held by Job ml-platform/lora-finetune: 16 GPU(s) in 2 pod(s)" in f.evidence
+
+
+def test_pods_of_one_owner_with_one_cause_are_one_subject(tmp_path: Path) -> None:
+    folder = tmp_path / "snap"
+    shutil.copytree(fixture("fragmentation"), folder)
+    pods = json.loads((folder / "pods.json").read_text())
+    pending = next(p for p in pods["items"] if p["metadata"]["name"] == "llm-34b-tp4-0")
+    for i in (1, 2):
+        twin = copy.deepcopy(pending)
+        twin["metadata"]["name"] = f"llm-34b-tp4-{i}"
+        twin["metadata"]["uid"] = twin["metadata"]["uid"][:-1] + str(i)
+        pods["items"].append(twin)
+    (folder / "pods.json").write_text(json.dumps(pods))
+    (d,) = diagnose(Analysis(load_snapshot_dir(folder), now=NOW)).diagnoses
+    assert d.subject == "statefulset finance/llm-34b"
+    assert (d.kind, d.namespace, d.name) == ("StatefulSet", "finance", "llm-34b")
+    assert len(d.members) == 3 and d.finding.code == "gpu-fragmentation"
+    assert d.finding.evidence[0] == (
+        "3 pod(s) of StatefulSet finance/llm-34b stopped by this: llm-34b-tp4-0, "
+        "llm-34b-tp4-1, llm-34b-tp4-2"
+    )
+    assert d.to_dict()["members"] == list(d.members)
+
+
+def test_ages_are_relative_to_the_snapshot_unless_now_is_given() -> None:
+    snap = load_snapshot_dir(fixture("pool-at-max"))
+    assert observed_at(snap) == NOW - 30  # the freshest node heartbeat, 30 s before NOW
+    code, out, _ = run("diagnose", "-A", "--snapshot", str(fixture("pool-at-max")), "-o", "json")
+    assert code == 1
+    data = json.loads(out)
+    assert data["now"] == NOW - 30
+    assert data["diagnoses"][0]["pendingSeconds"] == 25 * 60 - 30
+    _, out, _ = run(
+        "diagnose",
+        "-A",
+        "--snapshot",
+        str(fixture("pool-at-max")),
+        "-o",
+        "json",
+        "--now",
+        "2026-11-10T13:00:00Z",
+    )
+    assert json.loads(out)["diagnoses"][0]["pendingSeconds"] == 85 * 60

@@ -46,6 +46,7 @@ from gpupact.ops.diagnose import (
     is_waiting,
     partial_gangs,
     unique_shapes,
+    zombie_command,
     zombie_workloads,
 )
 from gpupact.ops.findings import Domain, Finding, Severity, format_duration, sort_findings
@@ -725,8 +726,8 @@ def check_zombies(a: Analysis, opts: AuditOptions) -> list[Finding]:
                 f"holds quota ({usage or 'no GPUs'}) with no running pod for "
                 f"{format_duration(age)}",
                 (f"admitted to {wl.parsed.admission.cluster_queue}; no pod of its job is running",),
-                "delete the finished or dead job so its quota returns to the queue (Table 43-6: "
-                "clean zombie jobs)",
+                f"delete the finished or dead job so its quota returns to the queue: "
+                f"`{zombie_command(wl)}` (Table 43-6: clean zombie jobs)",
             )
         )
     return out

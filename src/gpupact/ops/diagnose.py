@@ -21,7 +21,7 @@ a note (`ok` or `n/a`) on the case, so the report shows the whole walk.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpupact.cluster.devices import GPU_RESOURCE
@@ -76,7 +76,6 @@ class Case:
     workload: KueueObject | None = None
     target: Pod | None = None  # the pod named on the command line / the Pod subject
     notes: list[StepResult] = field(default_factory=list)
-    gang_short: bool = False  # step 3 found the gang cannot start now (for step 5)
 
     @property
     def subject(self) -> str:
@@ -839,7 +838,6 @@ def check_gang(a: Analysis, case: Case) -> Finding | None:
             f"{pg.min_member}",
         )
         return None
-    case.gang_short = True
     fit_line = f"member {counts.waiting[placed].key}: {failure.message}" if failure else ""
     if counts.holding:
         return _half_started(a, case, group, counts, placed, fit_line)
@@ -871,13 +869,94 @@ def check_gang(a: Analysis, case: Case) -> Finding | None:
             "pool with larger nodes (Table 43-6: gang permanently Pending)",
             {"minMember": pg.min_member, "ready": counts.ready},
         )
-    case.note(
+    return _gang_waits(a, case, group, counts, need, placed, fit_line)
+
+
+def gang_nodes(a: Analysis, pod: Pod) -> list[str]:
+    """Nodes a gang member could use at all: its selector / affinity match, it tolerates the
+    taints, not cordoned, and they have GPUs (memoised per shape)."""
+    key = ("gang-nodes", a.shape_of(pod))
+    if key[1] is not None and key in a.memo:
+        return a.memo[key]
+    out = [
+        n.name
+        for n in a.snapshot.nodes
+        if not n.unschedulable
+        and a.state.gpu_specs[a.state.node_index[n.name]].devices
+        and a.node_relevant(pod, n)
+    ]
+    if key[1] is not None:
+        a.memo[key] = out
+    return out
+
+
+def gang_evidence(a: Analysis, counts: GangCounts, need: int) -> tuple[list[str], dict[str, Any]]:
+    """Total vs needed, free GPUs per node of the pools its members may use, and who holds
+    them (memoised per member shape: gangs of one job share it)."""
+    member = counts.waiting[0]
+    key = ("gang-evidence", a.shape_of(member), need)
+    if key[1] is not None and key in a.memo:
+        return a.memo[key]
+    per = gpu_milli(member)
+    nodes = gang_nodes(a, member)
+    rooms = a.gpu_room(nodes)
+    free = sum(r.free_milli for r in rooms)
+    fits = sum(r.free_milli // per for r in rooms) if per else 0
+    lines = [
+        f"needs {need} more member(s) at once x {gpus_text(per)} GPU(s) = "
+        f"{gpus_text(need * per)} GPU(s); free now on the {len(nodes)} node(s) they may use: "
+        f"{gpus_text(free)} GPU(s), room for {fits} member(s) by node",
+        *room_lines(a, nodes),
+        *holder_lines(a, nodes),
+    ]
+    data = {
+        "neededGpus": gpus_text(need * per),
+        "freeGpus": gpus_text(free),
+        "membersThatFit": fits,
+        "pools": sorted({r.pool for r in rooms if r.pool}),
+    }
+    if key[1] is not None:
+        a.memo[key] = (lines, data)
+    return lines, data
+
+
+def _gang_waits(
+    a: Analysis,
+    case: Case,
+    group: GangObject,
+    counts: GangCounts,
+    need: int,
+    placed: int,
+    fit_line: str,
+) -> Finding:
+    """The gang is what blocks: its members would fit one by one, or some would, but not
+    minMember of them at once; nothing else holds GPUs half-used."""
+    pg = group.podgroup
+    lines, data = gang_evidence(a, counts, need)
+    pools = data["pools"]
+    where = f" in pool {', '.join(pools)}" if pools else ""
+    scaling = [v.describe() for v in a.pools_for(counts.waiting[0]) if v.in_flight]
+    return Finding(
         Domain.gang,
-        "ok",
-        f"minMember {pg.min_member} not reachable now ({counts.ready} ready + {placed} "
-        f"placeable): waiting for capacity",
+        "gang-waiting-capacity",
+        Severity.warning,
+        case.subject,
+        f"the gang needs {need} more member(s) placed at once ({data['neededGpus']} GPU(s)) and "
+        f"only {placed} fit now{where}: Volcano keeps all of them Pending until minMember "
+        f"{pg.min_member} fit together",
+        (
+            f"PodGroup {group.key}: minMember {pg.min_member}, {counts.ready} running, "
+            f"{len(counts.waiting)} waiting, {placed} of the {need} needed fit now",
+            *lines,
+            *scaling,
+            fit_line,
+            *_podgroup_conditions(group),
+        ),
+        f"free {data['neededGpus']} GPU(s){where} for it at once (the holders above; stop "
+        "low-priority batch first: `gpupact audit` shortage plan), add nodes to the pool, or "
+        "lower minMember / GPUs per member if the job allows",
+        {"minMember": pg.min_member, "ready": counts.ready, "placeable": placed, **data},
     )
-    return None
 
 
 def a_whatif(
@@ -1025,13 +1104,23 @@ def _half_started(
             f"{len(counts.waiting)} waiting, {placed} of them placeable now"
             + (f", created {format_duration(age)} ago" if age is not None else ""),
             *(f"running member {p.key} on {p.node_name}" for p in counts.holding[:4]),
+            *gang_evidence(a, counts, pg.min_member - counts.ready)[0],
             fit_line,
         ),
-        "release the half-started gang (delete its pods / restart the job so it is queued "
-        "whole; Volcano's gang plugin then starts all members together), then add capacity or "
-        "lower minMember / tensor parallelism (Table 43-6)",
+        f"release the half-started gang: {release_command(a, counts.holding)} (its "
+        f"{owner_of(a, counts.holding[0])} re-creates them and Volcano queues the gang whole, "
+        "starting all members together), then add capacity or lower minMember / tensor "
+        "parallelism (Table 43-6)",
         {"minMember": pg.min_member, "ready": counts.ready, "heldGpus": counts.held_milli / 1000},
     )
+
+
+def release_command(a: Analysis, pods: Sequence[Pod]) -> str:
+    """`kubectl -n NS delete pod A B ...` for the pods (one namespace per gang)."""
+    if not pods:
+        return "nothing to delete"
+    names = " ".join(p.name for p in pods[:8]) + (" ..." if len(pods) > 8 else "")
+    return f"`kubectl -n {pods[0].namespace} delete pod {names}`"
 
 
 def _held_by_partial(
@@ -1058,8 +1147,10 @@ def _held_by_partial(
             ),
             fit_line,
         ),
-        "release the half-started gangs first (delete their pods so they requeue whole); "
-        "enable Volcano's gang plugin for every multi-pod job so this cannot recur",
+        "release the half-started gangs first (their controllers re-create the pods and the "
+        "gangs requeue whole): "
+        + "; ".join(release_command(a, c.holding) for _, c in others[:3])
+        + "; enable Volcano's gang plugin for every multi-pod job so this cannot recur",
         {"gangs": [g.key for g, _ in others], "heldGpus": held / 1000},
     )
 
@@ -1201,9 +1292,11 @@ def _quota_finding(a: Analysis, case: Case, wl: KueueObject, reason: kr.PendingR
     else:
         summary = f"Kueue keeps it pending: {reason.code}: {reason.message}"
     action = (
-        "raise the ClusterQueue's quota (a temporary raise with an expiry in the contract), "
-        "let it borrow in its cohort (borrowingLimit), or clean zombie jobs holding quota "
-        "(Table 43-6: quota exhausted)"
+        f"raise ClusterQueue {reason.cluster_queue}'s nominalQuota (`kubectl edit clusterqueue "
+        f"{reason.cluster_queue}`, or a temporary raise with an expiry in the contract), let it "
+        "borrow in its cohort (borrowingLimit), or clean zombie jobs holding quota"
+        + "".join(f" (`{cmd}`)" for cmd in _zombie_commands(a, reason.cluster_queue)[:2])
+        + " (Table 43-6: quota exhausted)"
     )
     if reason.code == kr.EXCEEDS_MAX_QUOTA or reason.code == kr.NO_MATCHING_FLAVOR:
         action = (
@@ -1256,6 +1349,29 @@ def _zombie_workloads(a: Analysis, cluster_queue: str | None) -> list[tuple[Kueu
     return out
 
 
+def zombie_command(wl: KueueObject) -> str:
+    """Delete the job that owns the Workload (Kueue then drops the Workload and its quota)."""
+    owner = next((o for o in wl.meta.owners if o.controller), None) or next(
+        iter(wl.meta.owners), None
+    )
+    if owner is not None and owner.kind in _OWNER_RESOURCES:
+        return f"kubectl -n {wl.meta.namespace} delete {_OWNER_RESOURCES[owner.kind]} {owner.name}"
+    return f"kubectl -n {wl.meta.namespace} delete workload {wl.meta.name}"
+
+
+_OWNER_RESOURCES = {
+    "Job": "job",
+    "JobSet": "jobset",
+    "RayJob": "rayjob",
+    "PyTorchJob": "pytorchjob",
+    "LeaderWorkerSet": "leaderworkerset",
+}
+
+
+def _zombie_commands(a: Analysis, cluster_queue: str) -> list[str]:
+    return [zombie_command(wl) for wl, _ in zombie_workloads(a, cluster_queue)]
+
+
 def _zombies(a: Analysis, cluster_queue: str) -> list[str]:
     lines = []
     for wl, age in zombie_workloads(a, cluster_queue)[:5]:
@@ -1281,7 +1397,7 @@ def check_autoscaler(a: Analysis, case: Case) -> Finding | None:
         case.note(Domain.autoscaler, "n/a", "no pod to place yet")
         return None
     blocked = [p for p in unique_shapes(pods, a) if not a.placement(p).fits]
-    if not blocked and not case.gang_short:
+    if not blocked:
         case.note(Domain.autoscaler, "n/a", "fits now: no scale-up needed")
         return None
     pod = blocked[0] if blocked else pods[0]
@@ -1509,19 +1625,6 @@ def check_capacity(a: Analysis, case: Case) -> Finding:
     pods = case.placeable or case.pods
     pod = pods[0]
     outcome = a.placement(pod)
-    if case.gang_short and case.group is not None:
-        counts = gang_counts(a, case.group)
-        return Finding(
-            Domain.capacity,
-            "gang-waiting-capacity",
-            Severity.warning,
-            case.subject,
-            f"the gang needs {counts.min_member - counts.ready} more member(s) placed at once "
-            "and the cluster has no room for them now",
-            (f"kube-scheduler for a member: {outcome.message}",) if outcome.message else (),
-            "add capacity to the pool, or free it by the shortage plan (release half-started "
-            "gangs, queue low-priority batch); lower minMember if the job allows",
-        )
     if outcome.fits:
         scheduler = pod.scheduler_name
         return Finding(
@@ -1766,6 +1869,63 @@ class DiagnoseReport:
         }
 
 
+def group_by_owner(a: Analysis, cases: list[Case], diagnoses: list[Diagnosis]) -> list[Diagnosis]:
+    """Pods of one owner (Deployment, StatefulSet, Job, ...) stopped by the same cause (same
+    finding code, summary and action) are reported once, as the owner with its pods as
+    members: twenty replicas of one Deployment are one problem, not twenty."""
+    groups: dict[tuple, list[tuple[Case, Diagnosis]]] = {}
+    order: list[tuple] = []
+    for case, d in zip(cases, diagnoses, strict=True):
+        f = d.finding
+        if case.kind != "Pod" or case.target is None or f is None:
+            key: tuple = ("single", d.subject)
+        else:
+            owner = owner_of(a, case.target)
+            key = (
+                (owner, f.code, f.summary, f.action)
+                if owner.kind != "Pod"
+                else ("single", d.subject)
+            )
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append((case, d))
+    out = []
+    for key in order:
+        items = groups[key]
+        if len(items) == 1:
+            out.append(items[0][1])
+            continue
+        owner = key[0]
+        first = items[0][1]
+        pods = [c.target.key for c, _ in items if c.target is not None]
+        waits = [d.pending_seconds for _, d in items if d.pending_seconds is not None]
+        subject = f"{owner.kind.lower()} {owner.namespace}/{owner.name}"
+        shown = ", ".join(p.split("/", 1)[1] for p in pods[:5])
+        more = f" (+{len(pods) - 5} more)" if len(pods) > 5 else ""
+        finding = replace(
+            first.finding,
+            subject=subject,
+            evidence=(
+                f"{len(pods)} pod(s) of {owner} stopped by this: {shown}{more}",
+                *first.finding.evidence,
+            ),
+        )
+        out.append(
+            replace(
+                first,
+                subject=subject,
+                kind=owner.kind,
+                namespace=owner.namespace,
+                name=owner.name,
+                pending_seconds=max(waits) if waits else None,
+                finding=finding,
+                members=tuple(pods),
+            )
+        )
+    return out
+
+
 def diagnose(
     a: Analysis, target: str | None = None, *, namespace: str | None = None
 ) -> DiagnoseReport:
@@ -1780,7 +1940,8 @@ def diagnose(
                 case.notes = [StepResult(Domain.nodes, "n/a", f"not Pending: {case.status}")]
             diagnoses = [_diagnosis(a, case, finding)]
     else:
-        diagnoses = [walk(a, case) for case in pending_cases(a, namespace)]
+        cases = pending_cases(a, namespace)
+        diagnoses = group_by_owner(a, cases, [walk(a, case) for case in cases])
     return DiagnoseReport(
         a.snapshot.source, a.now, len(a.snapshot.nodes), len(a.snapshot.pods), diagnoses
     )
