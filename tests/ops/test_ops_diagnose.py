@@ -568,3 +568,21 @@ def test_ages_are_relative_to_the_snapshot_unless_now_is_given() -> None:
         "2026-11-10T13:00:00Z",
     )
     assert json.loads(out)["diagnoses"][0]["pendingSeconds"] == 85 * 60
+
+
+def test_actions_name_the_objects_to_change() -> None:
+    by = {d.name: d.finding for d in diagnose(analysis("quota-exhausted")).diagnoses}
+    fifo = by["job-eval-small-87030"]
+    assert "`kubectl patch clusterqueue search-gpu --type=merge -p " in fifo.action
+    assert '"queueingStrategy":"BestEffortFIFO"' in fifo.action
+    risk = by["job-risk-eval-5d92c"]
+    assert "`kubectl edit clusterqueue finance-gpu`" in risk.action
+    assert "`kubectl -n finance delete job month-end-close`" in risk.action
+    (at_max,) = diagnose(analysis("pool-at-max")).diagnoses
+    assert "the node group's max size in the cluster-autoscaler" in at_max.finding.action
+    half = {d.name: d.finding for d in diagnose(analysis("gang-half-started")).diagnoses}
+    assert (
+        "`kubectl -n finance delete pod llm-70b-tp4-1-0 llm-70b-tp4-1-1 llm-70b-tp4-1-2`"
+        in half["llm-70b-tp4-1"].action
+    )
+    assert "LeaderWorkerSet finance/llm-70b-tp4" in half["llm-70b-tp4-1"].action

@@ -394,7 +394,10 @@ def check_placement(a: Analysis, case: Case) -> Finding | None:
             f"held by scheduling gate(s) {', '.join(other_gates)}: kube-scheduler does not try it",
             tuple(f"pod {p.key}: schedulingGates {gates(p)}" for p in case.pods[:5]),
             "the controller that added the gate removes it when its condition holds; if it "
-            "never does, check that controller (or remove the gate by hand)",
+            "never does, check that controller, or remove the gates by hand: `kubectl -n "
+            f"{case.pods[0].namespace} patch pod {case.pods[0].name} --type=json -p "
+            '\'[{"op":"remove","path":"/spec/schedulingGates"}]\'`',
+            {"gates": other_gates, "owner": str(owner_of(a, case.pods[0]))},
         )
     pods = case.placeable
     if not pods:
@@ -450,7 +453,8 @@ _UNSAT_ACTIONS = {
         "no node has the labels the pod selects: fix the nodeSelector / required affinity "
         "(a typo in nodepool or gpu.model?) or label the pool's nodes (Table 43-2)"
     ),
-    "NodeUnschedulable": "every candidate node is cordoned: uncordon, or add nodes",
+    "NodeUnschedulable": "every candidate node is cordoned: `kubectl uncordon {nodes}` once "
+    "the maintenance is done, or add nodes",
     "GPUDevices": (
         "no node offers the GPUs asked for (model, count per node, MIG profile or NVLink "
         "group): request what a pool has, or fewer GPUs per pod"
@@ -642,6 +646,9 @@ def _unsatisfiable(a: Analysis, case: Case, pod: Pod, outcome: PlacementOutcome)
             )
             + "`) to values that exist (above), or label the pool's nodes (Table 43-2)"
         )
+    elif plugin == "NodeUnschedulable":
+        cordoned = [n.name for n in a.snapshot.nodes if n.unschedulable and a.node_relevant(pod, n)]
+        action = action.format(nodes=" ".join(cordoned[:10]) or "<node>")
     data["owner"] = str(owner)
     return Finding(
         Domain.placement,
@@ -1264,9 +1271,10 @@ def _quota_finding(a: Analysis, case: Case, wl: KueueObject, reason: kr.PendingR
             f"blocked behind {reason.blocked_by}, the head of StrictFIFO {where.split(':')[0]} "
             "that does not fit",
             tuple(evidence),
-            "the head blocks everything behind it: give the head what it needs (or remove / "
-            "shrink it), or switch the ClusterQueue to BestEffortFIFO so smaller workloads "
-            "can pass it",
+            f"the head {reason.blocked_by} blocks everything behind it: give it what it needs "
+            "(or remove / shrink it), or let smaller workloads pass it: `kubectl patch "
+            f"clusterqueue {reason.cluster_queue} --type=merge -p "
+            '\'{"spec":{"queueingStrategy":"BestEffortFIFO"}}\'`',
             {"blockedBy": reason.blocked_by, "clusterQueue": reason.cluster_queue},
         )
     if reason.code == kr.INACTIVE_CLUSTER_QUEUE:
@@ -1420,9 +1428,18 @@ def check_autoscaler(a: Analysis, case: Case) -> Finding | None:
             case.subject,
             "the pool is at its maximum size: no scale-up will come",
             tuple(evidence),
-            "raise the pool's max (contract nodes.max / NodePool limits) if the budget allows; "
-            "pre-warm gpu-burst for predictable peaks; otherwise stop low-priority batch first "
-            "(`gpupact audit` shortage plan)",
+            "raise the pool's max if the budget allows ("
+            + (
+                ", ".join(
+                    f"`kubectl edit nodepool {v.name}` spec.limits"
+                    if v.name in a.snapshot.node_pools
+                    else f"contract pool {v.name} nodes.max"
+                    for v in at_max
+                )
+                or "the node group's max size in the cluster-autoscaler"
+            )
+            + "); pre-warm gpu-burst for predictable peaks; otherwise stop low-priority batch "
+            "first (`gpupact audit` shortage plan)",
             {"pools": [v.name for v in at_max]},
         )
     if signals.not_triggered:
@@ -1636,7 +1653,9 @@ def check_capacity(a: Analysis, case: Case) -> Finding:
             "attempt",
             tuple(_scheduler_said(a, pod)),
             f"if it stays Pending, check that the scheduler {scheduler!r} is running and "
-            "picks up the pod (schedulerName)",
+            f"picks up the pod (schedulerName): {_scheduler_pods_command(scheduler)}, and "
+            f"`kubectl -n {pod.namespace} get events --field-selector "
+            f"involvedObject.name={pod.name}`",
             {"feasibleNodes": outcome.feasible},
         )
     return Finding(
@@ -1651,6 +1670,14 @@ def check_capacity(a: Analysis, case: Case) -> Finding:
         "batch)",
         {"message": outcome.message},
     )
+
+
+def _scheduler_pods_command(scheduler: str) -> str:
+    if scheduler == "volcano":
+        return "`kubectl -n volcano-system get pods`"
+    if scheduler in ("default-scheduler", ""):
+        return "`kubectl -n kube-system get pods -l component=kube-scheduler`"
+    return f"`kubectl get pods -A | grep {scheduler}`"
 
 
 STEPS: tuple[Callable[[Analysis, Case], Finding | None], ...] = (
