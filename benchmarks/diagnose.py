@@ -415,6 +415,10 @@ def run_once(objs: list[Obj], json_dir: Path | None) -> dict[str, float]:
     audit(analysis)
     times["audit"] = time.perf_counter() - start
     times["_subjects"] = len(report.diagnoses)
+    # pods of one owner stopped by one cause are reported as one subject (the owner)
+    times["_walked"] = sum(
+        1 if d.kind in ("Pod", "PodGroup", "Workload") else len(d.members) for d in report.diagnoses
+    )
     times["_codes"] = dict(Counter(d.finding.code for d in report.diagnoses if d.finding))  # type: ignore[assignment]
     times["_pending_pods"] = sum(
         1 for p in snapshot.pods if p.phase == "Pending" and not p.node_name
@@ -461,7 +465,8 @@ def render(runs: list[dict[str, Any]], objs: list[Obj]) -> str:
     lines = [
         f"Snapshot: {kinds['Node']:,} nodes, {kinds['Pod']:,} pods ({first['_pending_pods']:,} "
         f"Pending), {kinds['PodGroup']} PodGroups, {kinds['Workload']} Kueue Workloads, "
-        f"{kinds['Event']:,} events; {first['_subjects']:,} pending subjects diagnosed, "
+        f"{kinds['Event']:,} events; {first['_walked']:,} pending subjects diagnosed, "
+        f"reported as {first['_subjects']:,} (pods of one owner with one cause grouped); "
         f"placement explained for {first['_shapes']} pod shapes.",
         "",
         "| phase | median wall s | min wall s |",

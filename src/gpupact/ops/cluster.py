@@ -9,6 +9,7 @@ are explained once. Time is `now` (Unix seconds), given, never read.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -153,6 +154,7 @@ class Analysis:
         self._pools_for: dict[Any, list[PoolView]] = {}
         self._shapes: dict[str, tuple | None] = {}
         self._pool_views: dict[str, PoolView] = {}
+        self._holdings_of: dict[str, list[tuple[str, int]]] = {}
         self._index_events(snapshot.events)
         self._index_groups(snapshot.podgroups)
         self._index_workloads(snapshot.kueue)
@@ -403,36 +405,46 @@ class Analysis:
     def gpu_room(self, names: Sequence[str], fractional: bool = False) -> list[NodeRoom]:
         """Free and total GPUs of each named node, most free first (whole GPUs: only fully
         free devices count; `fractional`: free GPU-milli on the freest device)."""
-        out = []
-        for name in names:
-            row = self.state.node_index[name]
-            free = np.clip(self.state.dev_free_milli[row], 0, None)
-            cap = self.state.dev_capacity_milli[row]
-            devices = int(np.count_nonzero(cap))
-            if fractional:
-                room = int(free.max()) if free.size else 0
-            else:
-                room = int((free // 1000).sum()) * 1000
-            pool = self.roles.node_pool(self.nodes[name])
-            out.append(NodeRoom(name, pool, room, devices))
-        out.sort(key=lambda r: (-r.free_milli, r.node))
-        return out
+        if not names:
+            return []
+        rows = np.fromiter((self.state.node_index[n] for n in names), dtype=np.intp)
+        free = np.clip(self.state.dev_free_milli[rows], 0, None)
+        devices = np.count_nonzero(self.state.dev_capacity_milli[rows], axis=1)
+        if fractional:
+            room = free.max(axis=1) if free.shape[1] else np.zeros(len(rows), dtype=np.int64)
+        else:
+            room = (free // 1000).sum(axis=1) * 1000
+        order = np.lexsort((np.arange(len(rows)), -room))  # most free first, then given order
+        pool = self.roles.node_pool
+        return [
+            NodeRoom(names[i], pool(self.nodes[names[i]]), int(room[i]), int(devices[i]))
+            for i in order
+        ]
+
+    def _holdings(self, node: str) -> list[tuple[str, int]]:
+        """(owner, GPU-milli) of each GPU pod bound to the node, computed once per node."""
+        found = self._holdings_of.get(node)
+        if found is None:
+            from gpupact.ops.owners import owner_of  # owners imports this module for typing
+
+            found = []
+            for pod in self.pods_by_node.get(node, ()):
+                gpu = pod_usage(pod).gpu
+                if gpu is not None and pod.holds_resources:
+                    found.append((str(owner_of(self, pod)), gpu.total_milli))
+            self._holdings_of[node] = found
+        return found
 
     def gpu_holders(self, names: Iterable[str], limit: int = 5) -> list[tuple[str, int, int]]:
         """Who holds the GPUs of the named nodes: (owner, GPU-milli, pods), largest first."""
-        from gpupact.ops.owners import owner_of  # owners imports this module for typing
-
         held: dict[str, list[int]] = {}
         for name in names:
-            for pod in self.pods_by_node.get(name, []):
-                gpu = pod_usage(pod).gpu
-                if gpu is None or not pod.holds_resources:
-                    continue
-                entry = held.setdefault(str(owner_of(self, pod)), [0, 0])
-                entry[0] += gpu.total_milli
+            for owner, milli in self._holdings(name):
+                entry = held.setdefault(owner, [0, 0])
+                entry[0] += milli
                 entry[1] += 1
-        ranked = sorted(held.items(), key=lambda kv: (-kv[1][0], kv[0]))
-        return [(k, v[0], v[1]) for k, v in ranked[:limit]]
+        ranked = heapq.nsmallest(limit, held.items(), key=lambda kv: (-kv[1][0], kv[0]))
+        return [(k, v[0], v[1]) for k, v in ranked]
 
     # --- Kueue ----------------------------------------------------------------------------
 

@@ -568,6 +568,21 @@ def _untolerated(pod: Pod, nodes: Sequence[Any]) -> list[Any]:
     return sorted(counts, key=lambda t: (-counts[t], str(t)))
 
 
+def _taints_and_pools(a: Analysis, pod: Pod) -> tuple[list[Any], list[str]]:
+    """The taints keeping the pod off the nodes it selects, and their pools (per shape)."""
+    key = ("taints", a.shape_of(pod))
+    if key[1] is not None and key in a.memo:
+        return a.memo[key]
+    selected = [n for n in a.snapshot.nodes if _required(pod).matches(n.name, n.labels)]
+    found = (
+        _untolerated(pod, selected),
+        sorted({a.roles.node_pool(n) for n in selected if a.roles.node_pool(n)}),
+    )
+    if key[1] is not None:
+        a.memo[key] = found
+    return found
+
+
 def _toleration_yaml(taint: Any) -> str:
     fields = [f'"key":"{taint.key}"']
     if taint.value:
@@ -631,9 +646,7 @@ def _unsatisfiable(a: Analysis, case: Case, pod: Pod, outcome: PlacementOutcome)
     action = _UNSAT_ACTIONS.get(plugin, _UNSAT_ACTIONS["NodeAffinity"])
     data: dict[str, Any] = {"plugin": plugin, "message": outcome.message, "nodes": outcome.nodes}
     if plugin == "TaintToleration":
-        selected = [n for n in a.snapshot.nodes if _required(pod).matches(n.name, n.labels)]
-        taints = _untolerated(pod, selected)
-        pools = sorted({a.roles.node_pool(n) for n in selected if a.roles.node_pool(n)})
+        taints, pools = _taints_and_pools(a, pod)
         action = _toleration_action(a, pod, taints, pools)
         data["taints"] = [str(t) for t in taints]
     elif plugin == "NodeAffinity":
@@ -727,22 +740,33 @@ def holder_lines(a: Analysis, nodes: Sequence[str], what: str = "held by") -> li
     ]
 
 
-def _fragmented(a: Analysis, case: Case, pod: Pod, outcome: PlacementOutcome) -> Finding:
+@dataclass(frozen=True)
+class _Fragments:
+    """What fragmentation evidence says about one pod shape (memoised: pods of one shape see
+    the same nodes)."""
+
+    pools: list[str]
+    lines: list[str]
+    drain: str
+    per_node: dict[str, str]
+
+
+def _fragments(a: Analysis, pod: Pod, outcome: PlacementOutcome) -> _Fragments:
+    key = ("fragments", a.shape_of(pod))
+    if key[1] is not None and key in a.memo:
+        return a.memo[key]
     need = gpu_milli(pod)
     gpu = pod_usage(pod).gpu
     fractional = gpu is not None and gpu.fractional
     rooms = a.gpu_room(outcome.eligible_nodes, fractional)
-    pools = sorted({r.pool for r in rooms if r.pool})
     partial = [r.node for r in rooms if 0 < r.free_milli < need]
-    evidence = [
+    lines = [
         *room_lines(a, outcome.eligible_nodes, fractional),
         *holder_lines(a, partial, "the partly free nodes are held by"),
-        f"kube-scheduler: {outcome.message}",
-        *_scheduler_said(a, pod),
     ]
-    closest = rooms[0] if rooms else None
     drain = ""
-    if closest is not None:
+    if rooms:
+        closest = rooms[0]
         movers = [
             p.key
             for p in a.pods_by_node.get(closest.node, [])
@@ -755,7 +779,21 @@ def _fragmented(a: Analysis, case: Case, pod: Pod, outcome: PlacementOutcome) ->
             + f") elsewhere, e.g. `kubectl cordon {closest.node}` then delete them one by one "
             "so their controllers re-create them on other nodes; "
         )
-    where = f" in pool {', '.join(pools)}" if pools else ""
+    found = _Fragments(
+        sorted({r.pool for r in rooms if r.pool}),
+        lines,
+        drain,
+        {r.node: gpus_text(r.free_milli) for r in rooms[:50]},
+    )
+    if key[1] is not None:
+        a.memo[key] = found
+    return found
+
+
+def _fragmented(a: Analysis, case: Case, pod: Pod, outcome: PlacementOutcome) -> Finding:
+    need = gpu_milli(pod)
+    parts = _fragments(a, pod, outcome)
+    where = f" in pool {', '.join(parts.pools)}" if parts.pools else ""
     return Finding(
         Domain.placement,
         "gpu-fragmentation",
@@ -764,15 +802,16 @@ def _fragmented(a: Analysis, case: Case, pod: Pod, outcome: PlacementOutcome) ->
         f"GPU fragmentation{where}: {gpus_text(outcome.free_gpu_milli)} GPU(s) free in total, "
         f"at most {gpus_text(outcome.largest_free_milli)} on one node; it needs "
         f"{gpus_text(need)} on one node",
-        tuple(evidence),
-        drain + "for good: bin-pack GPU pods (MostAllocated or FGD scoring) so whole nodes stay "
-        "free for multi-GPU pods, and keep multi-GPU work on a pool or queue of its own",
+        (*parts.lines, f"kube-scheduler: {outcome.message}", *_scheduler_said(a, pod)),
+        parts.drain + "for good: bin-pack GPU pods (MostAllocated or FGD scoring) so whole "
+        "nodes stay free for multi-GPU pods, and keep multi-GPU work on a pool or queue of its "
+        "own",
         {
             "freeGpus": gpus_text(outcome.free_gpu_milli),
             "largestBlock": gpus_text(outcome.largest_free_milli),
             "needed": gpus_text(need),
-            "pools": pools,
-            "freePerNode": {r.node: gpus_text(r.free_milli) for r in rooms[:50]},
+            "pools": parts.pools,
+            "freePerNode": parts.per_node,
         },
     )
 

@@ -62,6 +62,21 @@ class Owner:
 
 
 def owner_of(a: Analysis, pod: Pod) -> Owner:
+    """Memoised per controlling reference: the replicas of one controller share an owner."""
+    meta = pod.raw.get("metadata") if pod.raw else None
+    refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
+    if not isinstance(refs, list) or not refs:
+        return Owner("Pod", pod.namespace, pod.name)
+    first = refs[0] if isinstance(refs[0], dict) else {}
+    key = ("owner", pod.namespace, str(first.get("uid", "")), str(first.get("name", "")))
+    key += (pod.labels.get(TEMPLATE_HASH_LABEL, ""), len(refs))
+    found = a.memo.get(key)
+    if found is None:
+        found = a.memo[key] = _owner_of(a, pod)
+    return found
+
+
+def _owner_of(a: Analysis, pod: Pod) -> Owner:
     ctrl = a.controller_of(pod)
     if ctrl is not None:
         return Owner(ctrl.kind, ctrl.meta.namespace, ctrl.meta.name, ctrl.api_group)
