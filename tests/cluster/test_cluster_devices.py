@@ -404,3 +404,15 @@ def test_slices_overflowing_the_labelled_gpus_are_a_note():
 def test_a_mig_request_needs_a_profile_shaped_name():
     with pytest.raises(FieldError, match="not a MIG profile name"):
         gpu_request_from({"nvidia.com/mig-big": 1}, {}, {})
+
+
+def test_single_strategy_node_is_plain_devices():
+    # MIG 'single': nvidia.com/gpu counts MIG devices and the product names the profile
+    labels = {
+        "nvidia.com/mig.strategy": "single",
+        "nvidia.com/gpu.product": "A100-SXM4-40GB-MIG-1g.5gb",
+        "nvidia.com/gpu.count": "56",
+        "nvidia.com/gpu.slices.gi": "1",
+    }
+    spec = node_gpu_spec(node(labels, alloc={"nvidia.com/gpu": "56"}))
+    assert (spec.mode, spec.devices, spec.mig_notes) == (SharingMode.EXCLUSIVE, 56, ())

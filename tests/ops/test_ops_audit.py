@@ -245,3 +245,21 @@ def test_cli_owner_label_option() -> None:
     assert code == 1
     subjects = {f["subject"] for f in json.loads(out)["findings"]}
     assert "Deployment customer-service/cs-agent" in subjects
+
+
+def test_mig_manager_failure_is_a_node_error(tmp_path) -> None:
+    def fail(data):
+        for node in data["nodes.json"]["items"]:
+            if node["metadata"]["name"] == "mig-h20-0":
+                node["metadata"]["labels"]["nvidia.com/mig.config.state"] = "failed"
+
+    folder = tmp_path / "snap"
+    shutil.copytree(fixture("mig-nodes"), folder)
+    data = {f.name: json.loads(f.read_text()) for f in folder.glob("*.json")}
+    fail(data)
+    for name, obj in data.items():
+        (folder / name).write_text(json.dumps(obj))
+    found = audit(Analysis(load_snapshot_dir(folder), now=NOW)).findings
+    (f,) = [f for f in found if f.code == "mig-config-failed"]
+    assert f.subject == "node mig-h20-0" and f.severity is Severity.error
+    assert "kubectl label node mig-h20-0 nvidia.com/mig.config=custom --overwrite" in f.action
