@@ -262,4 +262,4 @@ def test_mig_manager_failure_is_a_node_error(tmp_path) -> None:
     found = audit(Analysis(load_snapshot_dir(folder), now=NOW)).findings
     (f,) = [f for f in found if f.code == "mig-config-failed"]
     assert f.subject == "node mig-h20-0" and f.severity is Severity.error
-    assert "kubectl label node mig-h20-0 nvidia.com/mig.config=custom --overwrite" in f.action
+    assert "kubectl label node mig-h20-0 nvidia.com/mig.config=all-1g --overwrite" in f.action
