@@ -1488,6 +1488,12 @@ def gang_half_started() -> dict[str, list[Obj]]:
                 ),
             )
         )
+    add_queued_training_gang(c, age=60)
+    return c
+
+
+def add_queued_training_gang(c: dict[str, list[Obj]], *, age: float) -> None:
+    """lora-b: 2 x 8 GPUs, Inqueue, no member placed (each needs a whole training node)."""
     for i in range(2):
         c["pods"].append(
             pod(
@@ -1500,7 +1506,7 @@ def gang_half_started() -> dict[str, list[Obj]]:
                 scheduler="volcano",
                 cpu="32",
                 memory="256Gi",
-                age=60,
+                age=age,
                 owner=("batch.volcano.sh/v1alpha1", "Job", "lora-b"),
             )
         )
@@ -1510,13 +1516,12 @@ def gang_half_started() -> dict[str, list[Obj]]:
             "ml-platform",
             2,
             phase="Inqueue",
-            age=60,
+            age=age,
             conditions=unschedulable(
                 "2/2 tasks in gang unschedulable: 2 Insufficient nvidia.com/gpu"
             ),
         )
     )
-    return c
 
 
 def quota_exhausted() -> dict[str, list[Obj]]:
@@ -1857,34 +1862,7 @@ def gang_waiting() -> dict[str, list[Obj]]:
     """A 2 x 8-GPU training gang queued behind a running one that holds both training nodes:
     each member alone would need a whole node; the gang is what blocks."""
     c = base()
-    for i in range(2):
-        c["pods"].append(
-            pod(
-                f"lora-b-worker-{i}",
-                "ml-platform",
-                gpus=8,
-                klass="fine-tune",
-                app="lora-b",
-                group="lora-b",
-                scheduler="volcano",
-                cpu="32",
-                memory="256Gi",
-                age=40,
-                owner=("batch.volcano.sh/v1alpha1", "Job", "lora-b"),
-            )
-        )
-    c["volcano"].append(
-        podgroup(
-            "lora-b",
-            "ml-platform",
-            2,
-            phase="Inqueue",
-            age=40,
-            conditions=unschedulable(
-                "2/2 tasks in gang unschedulable: 2 Insufficient nvidia.com/gpu"
-            ),
-        )
-    )
+    add_queued_training_gang(c, age=40)
     return c
 
 

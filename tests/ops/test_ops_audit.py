@@ -171,9 +171,9 @@ def test_mig_profile_nothing_describes_is_a_node_finding() -> None:
     assert "MIG profile 1g.33gb: geometry unknown" in found[0].evidence[0]
 
 
-def _governance_with(tmp_path, edit) -> Analysis:
+def _edited(tmp_path, edit, name: str = "governance") -> Analysis:
     folder = tmp_path / "snap"
-    shutil.copytree(fixture("governance"), folder)
+    shutil.copytree(fixture(name), folder)
     data = {f.name: json.loads(f.read_text()) for f in folder.glob("*.json")}
     edit(data)
     for name, obj in data.items():
@@ -193,7 +193,7 @@ def test_common_spellings_count_as_owner_labels(tmp_path) -> None:
                     {"team": "search-infra", "cost-center": "CC-3100"}
                 )
 
-    a = _governance_with(tmp_path, relabel)
+    a = _edited(tmp_path, relabel)
     assert "Job search/embedding-rebuild" not in _owner_findings(a)
     # configured keys replace the accepted spellings
     strict = AuditOptions(owner_keys=("acme.com/owner",), cost_keys=("acme.com/cc",))
@@ -208,7 +208,7 @@ def test_a_labelled_controller_or_namespace_covers_its_pods(tmp_path) -> None:
                     {"gpupact.io/owner": "search-infra", "gpupact.io/cost-centre": "CC-3100"}
                 )
 
-    a = _governance_with(tmp_path, label_namespace)
+    a = _edited(tmp_path, label_namespace)
     assert "Job search/embedding-rebuild" not in _owner_findings(a)
     # base: the Job carries the labels, its pods do not -> no finding on anything labelled
     assert not any("lora-finetune" in s for s in _owner_findings(analysis("governance")))
@@ -253,13 +253,7 @@ def test_mig_manager_failure_is_a_node_error(tmp_path) -> None:
             if node["metadata"]["name"] == "mig-h20-0":
                 node["metadata"]["labels"]["nvidia.com/mig.config.state"] = "failed"
 
-    folder = tmp_path / "snap"
-    shutil.copytree(fixture("mig-nodes"), folder)
-    data = {f.name: json.loads(f.read_text()) for f in folder.glob("*.json")}
-    fail(data)
-    for name, obj in data.items():
-        (folder / name).write_text(json.dumps(obj))
-    found = audit(Analysis(load_snapshot_dir(folder), now=NOW)).findings
+    found = audit(_edited(tmp_path, fail, "mig-nodes")).findings
     (f,) = [f for f in found if f.code == "mig-config-failed"]
     assert f.subject == "node mig-h20-0" and f.severity is Severity.error
     assert "kubectl label node mig-h20-0 nvidia.com/mig.config=all-1g --overwrite" in f.action
