@@ -257,3 +257,19 @@ def test_mig_manager_failure_is_a_node_error(tmp_path) -> None:
     (f,) = [f for f in found if f.code == "mig-config-failed"]
     assert f.subject == "node mig-h20-0" and f.severity is Severity.error
     assert "kubectl label node mig-h20-0 nvidia.com/mig.config=all-1g --overwrite" in f.action
+
+
+def test_mig_slices_the_kubelet_no_longer_advertises(tmp_path) -> None:
+    def lose(data):
+        for node in data["nodes.json"]["items"]:
+            if node["metadata"]["name"] == "mig-h20-0":
+                node["status"]["allocatable"]["nvidia.com/mig-1g.12gb"] = "0"
+
+    found = audit(_edited(tmp_path, lose, "mig-nodes")).findings
+    (f,) = [f for f in found if f.code == "mig-slices-missing"]
+    assert f.subject == "node mig-h20-0"
+    assert f.evidence[0] == (
+        "nvidia.com/mig-1g.12gb: 7 counted (nvidia.com/mig-1g.12gb.count), 0 allocatable"
+    )
+    assert f.data == {"missing": {"1g.12gb": 7}}
+    assert f.action.startswith("`kubectl cordon mig-h20-0`")

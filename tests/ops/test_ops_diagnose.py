@@ -445,7 +445,7 @@ def test_cluster_autoscaler_triggered_scale_up(tmp_path: Path) -> None:
 def test_init_container_oom_is_host_memory_not_image_pull() -> None:
     (d,) = diagnose(analysis("init-oom")).diagnoses
     f = d.finding
-    assert d.status.startswith("Pending (bound to inf-a100-1")
+    assert d.status == "Pending (bound to inf-a100-1, Init:CrashLoopBackOff)"
     assert f.data == {"ooms": 1, "kind": "host", "container": "model-fetch", "init": True}
     assert any(
         "init container model-fetch: OOMKilled (host memory, limit 4GiB)" in e and "restarts 6" in e

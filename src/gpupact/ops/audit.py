@@ -27,7 +27,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from gpupact.cluster.devices import LABEL_MIG_CONFIG, LABEL_MIG_CONFIG_STATE, SharingMode
+from gpupact.cluster.devices import (
+    LABEL_MIG_CONFIG,
+    LABEL_MIG_CONFIG_STATE,
+    MIG_RESOURCE_PREFIX,
+    SharingMode,
+)
 from gpupact.contract.keys import (
     ANNOTATION_EXPIRES,
     ANNOTATION_NEXT_RAISE_EXPIRY,
@@ -478,6 +483,37 @@ def check_mig_nodes(a: Analysis, opts: AuditOptions) -> list[Finding]:
                     {"notes": list(spec.mig_notes)},
                 )
             )
+        missing = _mig_slices_missing(node)
+        if missing and node.ready:
+            plugins = [
+                p.key for p in a.pods_by_node.get(node.name, []) if "device-plugin" in p.name
+            ]
+            out.append(
+                Finding(
+                    Domain.nodes,
+                    "mig-slices-missing",
+                    Severity.error,
+                    f"node {node.name}",
+                    "Ready, but the kubelet advertises fewer MIG slices than GPU feature "
+                    "discovery counts: the device plugin is not registering them",
+                    tuple(
+                        f"{MIG_RESOURCE_PREFIX}{name}: {counted} counted "
+                        f"({MIG_RESOURCE_PREFIX}{name}.count), {advertised} allocatable"
+                        for name, counted, advertised in missing
+                    )
+                    + tuple(f"device plugin pod {key}" for key in plugins),
+                    f"`kubectl cordon {node.name}`; restart the device plugin on it"
+                    + (
+                        f" (`kubectl -n {plugins[0].split('/')[0]} delete pod "
+                        f"{plugins[0].split('/')[1]}`)"
+                        if plugins
+                        else ""
+                    )
+                    + f" and check its MIG strategy matches the node's; `kubectl uncordon "
+                    f"{node.name}` when the slices are back",
+                    {"missing": {n: c - v for n, c, v in missing}},
+                )
+            )
         state = node.labels.get(LABEL_MIG_CONFIG_STATE, "")
         if state == "failed":
             config = node.labels.get(LABEL_MIG_CONFIG, "?")
@@ -495,6 +531,20 @@ def check_mig_nodes(a: Analysis, opts: AuditOptions) -> list[Finding]:
                     f"`kubectl label node {node.name} {LABEL_MIG_CONFIG}={config} --overwrite`",
                 )
             )
+    return out
+
+
+def _mig_slices_missing(node: Any) -> list[tuple[str, int, int]]:
+    """(profile, counted by GFD's `nvidia.com/mig-<profile>.count`, allocatable) where the
+    kubelet advertises fewer slices than the node's labels count."""
+    out = []
+    for key, text in sorted(node.labels.items()):
+        if not (key.startswith(MIG_RESOURCE_PREFIX) and key.endswith(".count")):
+            continue
+        name = key[len(MIG_RESOURCE_PREFIX) : -len(".count")]
+        advertised = node.allocatable.get(MIG_RESOURCE_PREFIX + name, 0)
+        if text.isdigit() and int(text) > advertised:
+            out.append((name, int(text), advertised))
     return out
 
 

@@ -49,6 +49,7 @@ from gpupact.ops.memory import (
     memory_profile,
     oom_history,
     service_of,
+    status_reason,
     waiting_reason,
 )
 from gpupact.ops.model import GangObject, KueueObject, condition, time_or_none
@@ -133,7 +134,7 @@ def gpus_text(milli: int) -> str:
 
 
 def _pod_status(pod: Pod) -> str:
-    reason = waiting_reason(pod)
+    reason = status_reason(pod)
     if pod.terminating:
         return f"{pod.phase} (terminating)"
     if is_starting(pod):

@@ -214,6 +214,17 @@ def _first_line(message: str, marker: str) -> str:
     return marker
 
 
+def status_reason(pod: Pod) -> str:
+    """The waiting reason as `kubectl get pods` shows it: `Init:` in front for an init
+    container (Init:CrashLoopBackOff)."""
+    for cs, init in _statuses_with_kind(pod):
+        state = cs.get("state")
+        if isinstance(state, dict) and isinstance(state.get("waiting"), dict):
+            reason = str(state["waiting"].get("reason", ""))
+            return f"Init:{reason}" if init and reason else reason
+    return ""
+
+
 def waiting_reason(pod: Pod) -> str:
     """The first container's waiting reason (CrashLoopBackOff, ImagePullBackOff, ...)."""
     for cs in _statuses(pod):
