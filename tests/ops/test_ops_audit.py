@@ -273,3 +273,14 @@ def test_mig_slices_the_kubelet_no_longer_advertises(tmp_path) -> None:
     )
     assert f.data == {"missing": {"1g.12gb": 7}}
     assert f.action.startswith("`kubectl cordon mig-h20-0`")
+
+
+def test_gpu_less_node_names_the_plugin_cause() -> None:
+    (f,) = [
+        f
+        for f in audit(analysis("device-plugin-lost")).findings
+        if f.code == "ready-node-without-gpus"
+    ]
+    assert f.data == {"causes": ["driver-library-mismatch"]}
+    assert any("Driver/library version mismatch" in e for e in f.evidence)
+    assert "reboot the node" in f.action and "`kubectl cordon inf-a100-2`" in f.action

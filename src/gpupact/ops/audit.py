@@ -45,6 +45,8 @@ from gpupact.kube.requests import parse_pod_resources
 from gpupact.kube.taints import do_not_schedule_taint, find_untolerated_taint
 from gpupact.ops.cluster import Analysis
 from gpupact.ops.diagnose import (
+    device_plugin_action,
+    device_plugin_pods,
     gang_counts,
     gpu_milli,
     gpus_text,
@@ -444,6 +446,8 @@ def check_gpu_less_nodes(a: Analysis, opts: AuditOptions) -> list[Finding]:
         if lost is None:
             continue
         expected, alloc = lost
+        plugins = device_plugin_pods(a, node.name)
+        causes = list({c.code: c for _, _, c in plugins if c is not None}.values())
         out.append(
             Finding(
                 Domain.nodes,
@@ -452,9 +456,13 @@ def check_gpu_less_nodes(a: Analysis, opts: AuditOptions) -> list[Finding]:
                 f"node {node.name}",
                 f"Ready, but advertises {alloc} of its {expected} GPUs: the device plugin lost "
                 "them (Table 43-5)",
-                (f"allocatable nvidia.com/gpu {alloc}, expected {expected}",),
-                "cordon; check the driver and restart the NVIDIA device plugin / GPU operator on "
-                "the node; uncordon when the GPUs are back",
+                (
+                    f"allocatable nvidia.com/gpu {alloc}, expected {expected}",
+                    *(line.strip() for _, line, _ in plugins),
+                    *(f"device plugin says: {c.what}" for c in causes),
+                ),
+                device_plugin_action([node.name], [p for p, _, _ in plugins], causes),
+                {"causes": [c.code for c in causes]} if causes else {},
             )
         )
     return out

@@ -197,7 +197,7 @@ def check_nodes(a: Analysis, case: Case) -> Finding | None:
         else:
             ready = condition_text(node.raw)
             evidence.append(f"node {node.name}{where}: NotReady{ready}")
-        for plugin, line, cause in _device_plugin_pods(a, node.name):
+        for plugin, line, cause in device_plugin_pods(a, node.name):
             evidence.append(line)
             plugin_pods.append(plugin)
             if cause is not None:
@@ -218,7 +218,7 @@ def check_nodes(a: Analysis, case: Case) -> Finding | None:
             f"than they have: the device plugin is not registering them (Table 43-5: driver "
             f"upgrade, capacity back to zero)",
             tuple(evidence),
-            _device_plugin_action(names, plugin_pods, found),
+            device_plugin_action(names, plugin_pods, found),
             {
                 "nodes": sorted(lost),
                 "missingGpus": gpus,
@@ -262,7 +262,7 @@ def condition_text(raw: Any) -> str:
     return ""
 
 
-def _device_plugin_pods(a: Analysis, node: str) -> list[tuple[Pod, str, PluginCause | None]]:
+def device_plugin_pods(a: Analysis, node: str) -> list[tuple[Pod, str, PluginCause | None]]:
     """The device plugin / driver pods on the node: a line each with their state and last
     termination message, and the cause that message names."""
     out = []
@@ -282,7 +282,7 @@ def _device_plugin_pods(a: Analysis, node: str) -> list[tuple[Pod, str, PluginCa
     return out
 
 
-def _device_plugin_action(nodes: list[str], plugins: list[Pod], causes: list[Any]) -> str:
+def device_plugin_action(nodes: list[str], plugins: list[Pod], causes: list[Any]) -> str:
     steps = [f"`kubectl cordon {' '.join(nodes)}`"]
     if causes:
         steps.extend(c.fix for c in causes)
