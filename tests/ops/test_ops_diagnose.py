@@ -586,3 +586,19 @@ def test_actions_name_the_objects_to_change() -> None:
         in half["llm-70b-tp4-1"].action
     )
     assert "LeaderWorkerSet finance/llm-70b-tp4" in half["llm-70b-tp4-1"].action
+
+
+def test_more_memory_than_any_node_has_is_unsatisfiable(tmp_path: Path) -> None:
+    def edit(spec: dict) -> None:
+        spec["nodeSelector"] = {"nodepool": "gpu-inference"}
+        for key in ("requests", "limits"):
+            spec["containers"][0]["resources"][key]["memory"] = "2Ti"
+
+    a = _with_pod_spec(tmp_path, "cs-agent-canary-6f7c9d8b5-x2k4p", edit)
+    by = {d.name: d.finding for d in diagnose(a).diagnoses}
+    f = by["cs-agent-canary-6f7c9d8b5-x2k4p"]
+    assert f.code == "unsatisfiable-constraints" and f.data["plugin"] == "NodeResourcesFit"
+    assert (
+        "memory: 2Ti requested; the 3 node(s) it may use have at most 1045001408Ki allocatable"
+        in f.evidence
+    )

@@ -23,6 +23,7 @@ from gpupact.cluster.state import ClusterState, has_pod_affinity, pod_usage
 from gpupact.contract.schema import Contract
 from gpupact.engine.admission import AdmissionState
 from gpupact.engine.admission import k8s as kueue
+from gpupact.engine.admission.reasons import format_amount
 from gpupact.engine.gang import GROUP_NAME_ANNOTATION
 from gpupact.engine.placement import FitResult, Profile, Scheduler
 from gpupact.engine.placement.plugins.gpu_devices import STATIC_REASONS
@@ -80,6 +81,8 @@ class PlacementOutcome:
     largest_free_milli: int = 0  # on one eligible node (one device for a share)
     examples: tuple[str, ...] = ()  # per-node details for evidence
     eligible_nodes: tuple[str, ...] = ()  # nodes past the static filters (names)
+    # (resource, line) for requests no eligible node has as much allocatable of, even empty
+    never_enough: tuple[tuple[str, str], ...] = ()
 
     @property
     def fits(self) -> bool:
@@ -351,15 +354,14 @@ class Analysis:
         if never:
             # NodeResourcesFit says Insufficient, but no eligible node has that much even
             # empty (a MIG profile nobody advertises, 16 GPUs on 8-GPU nodes): waiting is futile
-            common["examples"] = tuple(never) + tuple(examples)
-            return PlacementOutcome("unsatisfiable", **common)
+            return PlacementOutcome("unsatisfiable", **common, never_enough=tuple(never))
         if gpu is not None and gpu.mig_profile is None and free_total >= gpu.total_milli > largest:
             return PlacementOutcome("fragmented", **common)
         if constraint_blocked and not resource_blocked:
             return PlacementOutcome("constraints", **common)
         return PlacementOutcome("capacity", **common)
 
-    def _never_enough(self, pod: Pod, rows: list[int]) -> list[str]:
+    def _never_enough(self, pod: Pod, rows: list[int]) -> list[tuple[str, str]]:
         """Requested resources no node in `rows` has as much allocatable of, even empty."""
         index = np.asarray(rows, dtype=np.intp)
         out = []
@@ -368,9 +370,17 @@ class Analysis:
             most = int(self.state.allocatable[index, col].max()) if col is not None else 0
             if amount > most:
                 out.append(
-                    f"{name}: {amount} requested; the {len(rows)} node(s) it may use have at most "
-                    f"{most} allocatable"
-                    + (f" ({self._offered(name, index)})" if name.startswith("nvidia.com/") else "")
+                    (
+                        name,
+                        f"{name}: {format_amount(name, amount)} requested; the {len(rows)} "
+                        f"node(s) it may use have at most {format_amount(name, most)} "
+                        "allocatable"
+                        + (
+                            f" ({self._offered(name, index)})"
+                            if name.startswith("nvidia.com/")
+                            else ""
+                        ),
+                    )
                 )
         return out
 

@@ -456,6 +456,10 @@ _UNSAT_ACTIONS = {
     ),
     "NodeUnschedulable": "every candidate node is cordoned: `kubectl uncordon {nodes}` once "
     "the maintenance is done, or add nodes",
+    "NodeResourcesFit": (
+        "it asks for more cpu / memory / other resources than any node it may use has "
+        "allocatable: request less per pod (split it), or add a pool of larger nodes"
+    ),
     "GPUDevices": (
         "no node offers the GPUs asked for (model, count per node, MIG profile or NVLink "
         "group): request what a pool has, or fewer GPUs per pod"
@@ -629,6 +633,10 @@ def _template_has_tolerations(a: Analysis, pod: Pod) -> bool:
 def _unsatisfiable(a: Analysis, case: Case, pod: Pod, outcome: PlacementOutcome) -> Finding:
     if outcome.kind == "constraints":
         plugin, lines = _dominant_plugin(outcome), list(outcome.examples)
+    elif outcome.never_enough:
+        gpu_only = all(r.startswith("nvidia.com/") for r, _ in outcome.never_enough)
+        plugin = "GPUDevices" if gpu_only else "NodeResourcesFit"
+        lines = [line for _, line in outcome.never_enough] + list(outcome.examples)
     else:
         plugin, lines = blocking_filter(a, pod)
         if not lines:
@@ -642,6 +650,7 @@ def _unsatisfiable(a: Analysis, case: Case, pod: Pod, outcome: PlacementOutcome)
         "TaintToleration": "the nodes it selects carry taints it does not tolerate",
         "NodeUnschedulable": "the nodes it may use are all cordoned",
         "GPUDevices": "no node has the GPUs it asks for",
+        "NodeResourcesFit": "no node it may use has that much allocatable, even empty",
     }.get(plugin, "topology spread / pod affinity leave no node")
     owner = owner_of(a, pod)
     action = _UNSAT_ACTIONS.get(plugin, _UNSAT_ACTIONS["NodeAffinity"])
