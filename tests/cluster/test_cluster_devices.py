@@ -135,7 +135,7 @@ def test_nvlink_annotation():
             ("metadata", "annotations", "gpupact.io/gpu-topology"),
         ),
         ({"nvidia.com/mig-1g.10gb": 1, "nvidia.com/gpu": 1}, {}, ("spec", "containers")),
-        ({"nvidia.com/mig-9g.1gb": 1}, {}, ("spec", "containers")),
+        ({"nvidia.com/mig-1g.10gb": 1, "nvidia.com/mig-2g.20gb": 1}, {}, ("spec", "containers")),
         (
             {"nvidia.com/gpu": 1},
             {"gpupact.io/gpu-models": " , "},
@@ -401,9 +401,12 @@ def test_slices_overflowing_the_labelled_gpus_are_a_note():
     assert "do not fit the 1 MIG GPU(s)" in spec.mig_notes[0]
 
 
-def test_a_mig_request_needs_a_profile_shaped_name():
+def test_a_mig_resource_without_a_profile_name_is_another_extended_resource():
+    assert gpu_request_from({"nvidia.com/mig-big": 1}, {}, {}) is None
+    spec = node_gpu_spec(node({}, alloc={"nvidia.com/mig-big": "2", "nvidia.com/gpu": "1"}))
+    assert (spec.mode, spec.devices) == (SharingMode.EXCLUSIVE, 1)
     with pytest.raises(FieldError, match="not a MIG profile name"):
-        gpu_request_from({"nvidia.com/mig-big": 1}, {}, {})
+        GpuRequest(1, mig_profile="big")
 
 
 def test_single_strategy_node_is_plain_devices():

@@ -340,10 +340,14 @@ def gpu_request_from(
     `nvidia.com/mig-<profile>` request -> MIG slices. Models come from annotation
     `gpupact.io/gpu-models` or a nodeSelector on gpu.model / nvidia.com/gpu.product."""
     count = requests.get(GPU_RESOURCE, 0)
+    # a `nvidia.com/mig-<x>` whose <x> is no profile name is another extended resource: the
+    # kubelet and NodeResourcesFit count it like any other
     mig = sorted(
         (name[len(MIG_RESOURCE_PREFIX) :], amount)
         for name, amount in requests.items()
-        if name.startswith(MIG_RESOURCE_PREFIX) and amount > 0
+        if name.startswith(MIG_RESOURCE_PREFIX)
+        and amount > 0
+        and is_mig_profile_name(name[len(MIG_RESOURCE_PREFIX) :])
     )
     milli = _annotation_int(annotations, ANN_GPU_MILLI, 1, MILLI_PER_GPU)
     if milli is None:
@@ -363,11 +367,6 @@ def gpu_request_from(
                 "or shared GPUs together, is not modelled",
             )
         name, amount = mig[0]
-        if not is_mig_profile_name(name):
-            raise FieldError(
-                ("spec", "containers"),
-                f"{MIG_RESOURCE_PREFIX}{name}: not a MIG profile name (<g>g.<memory>gb)",
-            )
         return GpuRequest(amount, models=models, mig_profile=name)
     if milli is not None and milli < MILLI_PER_GPU:
         if count > 1:
@@ -496,7 +495,9 @@ def node_gpu_spec(node: Any) -> NodeGpuSpec:
     mig_counts = {
         name[len(MIG_RESOURCE_PREFIX) :]: amount
         for name, amount in alloc.items()
-        if name.startswith(MIG_RESOURCE_PREFIX) and amount > 0
+        if name.startswith(MIG_RESOURCE_PREFIX)
+        and amount > 0
+        and is_mig_profile_name(name[len(MIG_RESOURCE_PREFIX) :])
     }
     physical = None
     count_path = ("metadata", "labels", LABEL_GPU_COUNT)
