@@ -249,6 +249,16 @@ class Analysis:
         return [p for p in self._by_controller.get(uid, []) if p.key != pod.key]
 
     @cached_property
+    def label_index(self) -> dict[str, dict[str, int]]:
+        """label key -> value -> how many nodes carry it."""
+        out: dict[str, dict[str, int]] = {}
+        for node in self.snapshot.nodes:
+            for key, value in node.labels.items():
+                values = out.setdefault(key, {})
+                values[value] = values.get(value, 0) + 1
+        return out
+
+    @cached_property
     def pods_by_node(self) -> dict[str, list[Pod]]:
         out: dict[str, list[Pod]] = {}
         for pod in self.snapshot.pods:

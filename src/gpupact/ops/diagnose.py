@@ -494,7 +494,7 @@ def _blocking_filter(a: Analysis, pod: Pod) -> tuple[str, list[str]]:
     required = pod.required_node_affinity
     selected = [n for n in nodes if required.matches(n.name, n.labels)]
     if not selected:
-        return "NodeAffinity", affinity_lines(pod, nodes)
+        return "NodeAffinity", affinity_lines(a, pod)
     tolerated = [
         n
         for n in selected
@@ -512,29 +512,36 @@ def _blocking_filter(a: Analysis, pod: Pod) -> tuple[str, list[str]]:
     return "GPUDevices", []
 
 
-def _values(nodes: Sequence[Any], key: str) -> str:
-    seen = sorted({n.labels[key] for n in nodes if key in n.labels})
+def _values(index: dict[str, dict[str, int]], key: str) -> str:
+    seen = sorted(index.get(key, {}))
     if not seen:
         return f"no node has a {key} label"
     more = f" (+{len(seen) - 8} more)" if len(seen) > 8 else ""
     return f"values of {key}: {', '.join(seen[:8])}{more}"
 
 
-def affinity_lines(pod: Pod, nodes: Sequence[Any]) -> list[str]:
+def _count(index: dict[str, dict[str, int]], total: int, req: Any) -> int:
+    """Nodes matching one requirement, from the label index: a requirement reads only its
+    own key, so each distinct value (and the key's absence) is tested once."""
+    values = index.get(req.key, {})
+    hits = sum(n for v, n in values.items() if req.matches({req.key: v}))
+    absent = total - sum(values.values())
+    return hits + (absent if absent and req.matches({}) else 0)
+
+
+def affinity_lines(a: Analysis, pod: Pod) -> list[str]:
     """Why the pod's nodeSelector and required node affinity match no node: each selector
     entry or affinity expression no node satisfies on its own (with the values that exist),
     or, when each is satisfiable, which ones no node satisfies together."""
+    nodes, index = a.snapshot.nodes, a.label_index
     lines: list[str] = []
     selector = sorted(pod.node_selector.items())
     for key, value in selector:
-        if not any(n.labels.get(key) == value for n in nodes):
-            lines.append(f"nodeSelector {key}={value}: no node has it ({_values(nodes, key)})")
+        if value not in index.get(key, {}):
+            lines.append(f"nodeSelector {key}={value}: no node has it ({_values(index, key)})")
     by_selector = [n for n in nodes if all(n.labels.get(k) == v for k, v in selector)]
     if selector and not by_selector and not lines:
-        counts = ", ".join(
-            f"{k}={v} ({sum(1 for n in nodes if n.labels.get(k) == v)} node(s))"
-            for k, v in selector
-        )
+        counts = ", ".join(f"{k}={v} ({index[k][v]} node(s))" for k, v in selector)
         lines.append(f"nodeSelector {counts}: no node has them all together")
     affinity = pod.node_affinity
     terms = affinity.required.terms if affinity is not None and affinity.required else ()
@@ -545,9 +552,9 @@ def affinity_lines(pod: Pod, nodes: Sequence[Any]) -> list[str]:
             continue
         alone = []
         for req in term.match_expressions:
-            count = sum(1 for n in nodes if req.matches(n.labels))
+            count = _count(index, len(nodes), req)
             if count == 0:
-                lines.append(f"{where}: {req} matches no node ({_values(nodes, req.key)})")
+                lines.append(f"{where}: {req} matches no node ({_values(index, req.key)})")
             alone.append(f"{req} ({count} node(s))")
         if any(line.startswith(where) for line in lines):
             continue
