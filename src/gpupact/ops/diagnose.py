@@ -961,6 +961,9 @@ def gang_evidence(a: Analysis, counts: GangCounts, need: int) -> tuple[list[str]
     if key[1] is not None and key in a.memo:
         return a.memo[key]
     per = gpu_milli(member)
+    if per == 0:
+        line = f"needs {need} more member(s) at once; they ask for no GPU (see the FitError)"
+        return [line], {"neededGpus": "0", "freeGpus": "0", "membersThatFit": 0, "pools": []}
     nodes = gang_nodes(a, member)
     rooms = a.gpu_room(nodes)
     free = sum(r.free_milli for r in rooms)
