@@ -326,6 +326,7 @@ def test_target_forms() -> None:
     g = analysis("gang-min-member")
     (d,) = diagnose(g, "podgroup/finance/llm-70b-tp4-1").diagnoses
     assert d.finding.code == "gang-min-member-unreachable"
+    assert "`kubectl -n finance edit leaderworkerset/llm-70b-tp4`" in d.finding.action
 
 
 def test_a_running_pod_says_so() -> None:
@@ -415,6 +416,7 @@ def test_not_ready_node_where_the_pod_belongs(tmp_path: Path) -> None:
     assert any(
         "NotReady (NodeStatusUnknown: Kubelet stopped posting" in e for e in d.finding.evidence
     )
+    assert "`kubectl describe node inf-a100-2`" in d.finding.action
 
 
 def test_cluster_autoscaler_triggered_scale_up(tmp_path: Path) -> None:

@@ -232,9 +232,9 @@ def check_nodes(a: Analysis, case: Case) -> Finding | None:
         case.subject,
         f"{len(lost)} node(s) where this pod belongs are NotReady",
         tuple(evidence),
-        "find why the kubelet stopped reporting (`kubectl describe node`: conditions, events); "
-        "repair or replace the node(s); the pool's autoscaler replaces failed nodes only if "
-        "it is enabled",
+        "find why the kubelet stopped reporting (`kubectl describe node "
+        f"{' '.join(sorted(lost)[:5])}`: conditions, events; then the kubelet's log on the node); repair or replace the "
+        "node(s); the pool's autoscaler replaces failed nodes only if it is enabled",
         {"nodes": sorted(lost)},
     )
 
@@ -928,8 +928,9 @@ def check_gang(a: Analysis, case: Case) -> Finding | None:
                 fit_line,
                 *_podgroup_conditions(group),
             ),
-            "lower the tensor-parallel degree / minMember, request fewer GPUs per pod, or add a "
-            "pool with larger nodes (Table 43-6: gang permanently Pending)",
+            "lower the tensor-parallel degree / minMember, request fewer GPUs per pod (in "
+            f"{_gang_owner(a, counts)}), or add a pool with larger nodes (Table 43-6: gang "
+            "permanently Pending)",
             {"minMember": pg.min_member, "ready": counts.ready},
         )
     return _gang_waits(a, case, group, counts, need, placed, fit_line)
@@ -1102,8 +1103,9 @@ def _volcano_queue(
             for r, u, d, c in over
         )
         + tuple(_podgroup_conditions(group)),
-        "wait for the queue's running jobs, raise the queue's capability, or move the job to "
-        "a queue with room",
+        "wait for the queue's running jobs, raise its capability (`kubectl edit "
+        f"queues.scheduling.volcano.sh {queue.name}`: spec.capability), or move the job to a "
+        "queue with room",
         {"queue": queue.name},
     )
 
@@ -1148,9 +1150,19 @@ def _too_few_pods(a: Analysis, case: Case, group: GangObject, counts: GangCounts
             *_podgroup_conditions(group),
         ),
         "make minMember match the pods the job creates (replicas x pods per replica, e.g. the "
-        "tensor-parallel degree), or fix the controller that should create the missing pods",
+        f"tensor-parallel degree) in {_gang_owner(a, counts)}, or fix the controller that "
+        "should create the missing pods",
         {"minMember": pg.min_member, "pods": existing},
     )
+
+
+def _gang_owner(a: Analysis, counts: GangCounts) -> str:
+    """The controller of a gang's pods, with the command to edit it."""
+    pods = [*counts.holding, *counts.waiting]
+    if not pods:
+        return "the job that owns the PodGroup"
+    owner = owner_of(a, pods[0])
+    return f"{owner} (`{owner.kubectl('edit')}`)" if owner.kind != "Pod" else str(owner)
 
 
 def _half_started(
