@@ -233,8 +233,9 @@ def check_nodes(a: Analysis, case: Case) -> Finding | None:
         f"{len(lost)} node(s) where this pod belongs are NotReady",
         tuple(evidence),
         "find why the kubelet stopped reporting (`kubectl describe node "
-        f"{' '.join(sorted(lost)[:5])}`: conditions, events; then the kubelet's log on the node); repair or replace the "
-        "node(s); the pool's autoscaler replaces failed nodes only if it is enabled",
+        f"{' '.join(sorted(lost)[:5])}`: conditions, events; then the kubelet's log on the "
+        "node); repair or replace the node(s); the pool's autoscaler replaces failed nodes "
+        "only if it is enabled",
         {"nodes": sorted(lost)},
     )
 
