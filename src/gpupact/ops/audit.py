@@ -297,18 +297,12 @@ def _gpu_mismatch(subject: str, lines: list[str]) -> Finding:
 
 
 def check_owner_labels(a: Analysis, opts: AuditOptions) -> list[Finding]:
-    """Objects nobody can be charged for. An object is covered when it, its owning controller
-    or its namespace carries an accepted owner and cost-centre key (label or annotation)."""
+    """Objects nobody can be charged for. An object is covered when it carries an accepted
+    owner and cost-centre key (label or annotation); pods are covered by their owning
+    controller when it is in the snapshot (and judged there)."""
 
-    def gaps(labels: Any, annotations: Any, namespace: str = "") -> list[str]:
-        missing = owner_labels_missing(labels, annotations, opts.owner_keys, opts.cost_keys)
-        ns = a.snapshot.namespaces.get(namespace) if missing and namespace else None
-        if ns is not None:
-            covered = owner_labels_missing(
-                ns.labels, ns.annotations, opts.owner_keys, opts.cost_keys
-            )
-            missing = [m for m in missing if m in covered]
-        return missing
+    def gaps(labels: Any, annotations: Any) -> list[str]:
+        return owner_labels_missing(labels, annotations, opts.owner_keys, opts.cost_keys)
 
     out = []
     seen: set[str] = set()
@@ -318,7 +312,7 @@ def check_owner_labels(a: Analysis, opts: AuditOptions) -> list[Finding]:
         gpu_templates = [
             t for t in ctrl.templates if GPU_RESOURCES_PREFIX in json.dumps(t.get("spec", {}))
         ]
-        missing = gaps(ctrl.meta.labels, ctrl.meta.annotations, ctrl.meta.namespace)
+        missing = gaps(ctrl.meta.labels, ctrl.meta.annotations)
         owner = Owner(ctrl.kind, ctrl.meta.namespace, ctrl.meta.name, ctrl.api_group)
         seen.add(str(owner))
         if gpu_templates and missing:
@@ -330,7 +324,7 @@ def check_owner_labels(a: Analysis, opts: AuditOptions) -> list[Finding]:
     for key, pods in _by_workload(a, _gpu_pods(a)).items():
         if key in seen:
             continue  # its controller is in the snapshot and was judged above
-        missing = sorted({m for p in pods for m in gaps(p.labels, p.annotations, p.namespace)})
+        missing = sorted({m for p in pods for m in gaps(p.labels, p.annotations)})
         if missing:
             owner = owner_of(a, pods[0])
             out.append(
@@ -338,7 +332,7 @@ def check_owner_labels(a: Analysis, opts: AuditOptions) -> list[Finding]:
             )
     for obj in a.snapshot.kueue:
         if obj.kind in ("ClusterQueue", "LocalQueue"):
-            missing = gaps(obj.meta.labels, obj.meta.annotations, obj.meta.namespace)
+            missing = gaps(obj.meta.labels, obj.meta.annotations)
             if missing:
                 ref = f"{obj.kind.lower()}/{obj.meta.name}"
                 out.append(
@@ -377,8 +371,8 @@ def _unowned(
         f"{what} without {', '.join(missing)}: GPU hours cannot be charged to anyone",
         (
             f"missing label(s): {', '.join(missing)}",
-            "accepted keys (label or annotation, on the object, its controller or its "
-            f"namespace): {'; '.join(accepted)}",
+            "accepted keys (label or annotation, on the object or, for pods, on their "
+            f"controller): {'; '.join(accepted)}",
         ),
         f"`kubectl {where}label {ref} {values}` (and in its manifest / pod template: gpupact "
         "compile writes both from the contract); resources without an owner should not grow "
