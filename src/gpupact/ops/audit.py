@@ -44,18 +44,16 @@ from gpupact.kube.objects import Pod
 from gpupact.kube.requests import parse_pod_resources
 from gpupact.kube.taints import do_not_schedule_taint, find_untolerated_taint
 from gpupact.ops.cluster import Analysis
+from gpupact.ops.device_plugin import device_plugin_action, device_plugin_pods
 from gpupact.ops.diagnose import (
-    device_plugin_action,
-    device_plugin_pods,
     gang_counts,
-    gpu_milli,
-    gpus_text,
     is_waiting,
     partial_gangs,
     unique_shapes,
     zombie_command,
     zombie_workloads,
 )
+from gpupact.ops.evidence import gpu_milli, gpus_text
 from gpupact.ops.findings import Domain, Finding, Severity, format_duration, sort_findings
 from gpupact.ops.model import time_or_none
 from gpupact.ops.owners import Owner, owner_of

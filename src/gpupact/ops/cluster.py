@@ -286,7 +286,7 @@ class Analysis:
         """Would the pod go to this node if it were healthy: its selector and required
         affinity match, and it tolerates the node's taints apart from the node lifecycle ones
         (not-ready, unreachable) that only say the node is sick."""
-        if not _required(pod).matches(node.name, node.labels):
+        if not required_affinity(pod).matches(node.name, node.labels):
             return False
         return all(
             tolerations_tolerate_taint(pod.tolerations, t)
@@ -705,7 +705,7 @@ def _owner_refs(pod: Pod) -> list[OwnerRef]:
 _REQUIRED: dict[int, tuple[Pod, Any]] = {}
 
 
-def _required(pod: Pod) -> Any:
+def required_affinity(pod: Pod) -> Any:
     """pod.required_node_affinity, built once per pod object (the property builds anew)."""
     hit = _REQUIRED.get(id(pod))
     if hit is not None and hit[0] is pod:

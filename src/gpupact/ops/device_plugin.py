@@ -10,6 +10,14 @@ hardware.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gpupact.cluster.devices import GPU_RESOURCE
+from gpupact.kube.objects import Pod
+from gpupact.ops.memory import container_troubles, waiting_reason
+
+if TYPE_CHECKING:
+    from gpupact.ops.cluster import Analysis
 
 
 @dataclass(frozen=True)
@@ -57,3 +65,43 @@ CAUSES = (
 def plugin_cause(message: str) -> PluginCause | None:
     text = message.lower()
     return next((c for c in CAUSES if any(m in text for m in c.markers)), None)
+
+
+def device_plugin_pods(a: Analysis, node: str) -> list[tuple[Pod, str, PluginCause | None]]:
+    """The device plugin / driver pods on the node: a line each with their state and last
+    termination message, and the cause that message names."""
+    out = []
+    for pod in a.pods_by_node.get(node, []):
+        if not any(k in pod.name for k in ("device-plugin", "nvidia-driver")):
+            continue
+        troubles = container_troubles(pod)
+        reason = waiting_reason(pod)
+        line = f"  {'driver' if 'driver' in pod.name else 'device plugin'} pod {pod.key}: " + (
+            f"{pod.phase}" + (f" ({reason})" if reason else "")
+        )
+        cause = None
+        for trouble in troubles:
+            line += f"; {trouble.line(a.now)}"
+            cause = cause or plugin_cause(trouble.message or trouble.waiting_message)
+        out.append((pod, line, cause))
+    return out
+
+
+def device_plugin_action(nodes: list[str], plugins: list[Pod], causes: list[Any]) -> str:
+    steps = [f"`kubectl cordon {' '.join(nodes)}`"]
+    if causes:
+        steps.extend(c.fix for c in causes)
+    else:
+        steps.append("check the driver on the node (`nvidia-smi`)")
+    for plugin in plugins[:3]:
+        steps.append(
+            f"restart the plugin: `kubectl -n {plugin.namespace} delete pod {plugin.name}` "
+            "(its DaemonSet recreates it)"
+        )
+    if not plugins:
+        steps.append("restart the NVIDIA device plugin / GPU operator pods on the node")
+    steps.append(
+        f"once `kubectl describe node` shows {GPU_RESOURCE} again: "
+        f"`kubectl uncordon {' '.join(nodes)}`; roll driver upgrades node by node"
+    )
+    return "; ".join(steps)

@@ -34,8 +34,18 @@ from gpupact.errors import InputError
 from gpupact.kube.objects import Pod
 from gpupact.kube.taints import do_not_schedule_taint, find_untolerated_taint
 from gpupact.ops import autoscale
-from gpupact.ops.cluster import KUEUE_GATE, Analysis, PlacementOutcome, _required, shape_key
-from gpupact.ops.device_plugin import PluginCause, plugin_cause
+from gpupact.ops.cluster import KUEUE_GATE, Analysis, PlacementOutcome, shape_key
+from gpupact.ops.device_plugin import device_plugin_action, device_plugin_pods
+from gpupact.ops.evidence import (
+    affinity_lines,
+    gpu_milli,
+    gpus_text,
+    holder_lines,
+    release_command,
+    room_lines,
+    taints_and_pools,
+    toleration_action,
+)
 from gpupact.ops.findings import (
     Diagnosis,
     Domain,
@@ -120,17 +130,6 @@ def unique_shapes(pods: Iterable[Pod], a: Analysis | None = None) -> list[Pod]:
             if key is not None:
                 seen.add(key)
     return out
-
-
-def gpu_milli(pod: Pod) -> int:
-    """GPU-milli the pod asks for (1000 per whole GPU)."""
-    gpu = pod_usage(pod).gpu
-    return 0 if gpu is None else gpu.total_milli
-
-
-def gpus_text(milli: int) -> str:
-    whole, rest = divmod(milli, 1000)
-    return str(whole) if not rest else f"{milli / 1000:g}"
 
 
 def _pod_status(pod: Pod) -> str:
@@ -261,46 +260,6 @@ def condition_text(raw: Any) -> str:
                 text += f" (since {since})"
             return f" ({text})" if text else ""
     return ""
-
-
-def device_plugin_pods(a: Analysis, node: str) -> list[tuple[Pod, str, PluginCause | None]]:
-    """The device plugin / driver pods on the node: a line each with their state and last
-    termination message, and the cause that message names."""
-    out = []
-    for pod in a.pods_by_node.get(node, []):
-        if not any(k in pod.name for k in ("device-plugin", "nvidia-driver")):
-            continue
-        troubles = container_troubles(pod)
-        reason = waiting_reason(pod)
-        line = f"  {'driver' if 'driver' in pod.name else 'device plugin'} pod {pod.key}: " + (
-            f"{pod.phase}" + (f" ({reason})" if reason else "")
-        )
-        cause = None
-        for trouble in troubles:
-            line += f"; {trouble.line(a.now)}"
-            cause = cause or plugin_cause(trouble.message or trouble.waiting_message)
-        out.append((pod, line, cause))
-    return out
-
-
-def device_plugin_action(nodes: list[str], plugins: list[Pod], causes: list[Any]) -> str:
-    steps = [f"`kubectl cordon {' '.join(nodes)}`"]
-    if causes:
-        steps.extend(c.fix for c in causes)
-    else:
-        steps.append("check the driver on the node (`nvidia-smi`)")
-    for plugin in plugins[:3]:
-        steps.append(
-            f"restart the plugin: `kubectl -n {plugin.namespace} delete pod {plugin.name}` "
-            "(its DaemonSet recreates it)"
-        )
-    if not plugins:
-        steps.append("restart the NVIDIA device plugin / GPU operator pods on the node")
-    steps.append(
-        f"once `kubectl describe node` shows {GPU_RESOURCE} again: "
-        f"`kubectl uncordon {' '.join(nodes)}`; roll driver upgrades node by node"
-    )
-    return "; ".join(steps)
 
 
 _START_ACTIONS = {
@@ -513,131 +472,6 @@ def _blocking_filter(a: Analysis, pod: Pod) -> tuple[str, list[str]]:
     return "GPUDevices", []
 
 
-def _values(index: dict[str, dict[str, int]], key: str) -> str:
-    seen = sorted(index.get(key, {}))
-    if not seen:
-        return f"no node has a {key} label"
-    more = f" (+{len(seen) - 8} more)" if len(seen) > 8 else ""
-    return f"values of {key}: {', '.join(seen[:8])}{more}"
-
-
-def _count(index: dict[str, dict[str, int]], total: int, req: Any) -> int:
-    """Nodes matching one requirement, from the label index: a requirement reads only its
-    own key, so each distinct value (and the key's absence) is tested once."""
-    values = index.get(req.key, {})
-    hits = sum(n for v, n in values.items() if req.matches({req.key: v}))
-    absent = total - sum(values.values())
-    return hits + (absent if absent and req.matches({}) else 0)
-
-
-def affinity_lines(a: Analysis, pod: Pod) -> list[str]:
-    """Why the pod's nodeSelector and required node affinity match no node: each selector
-    entry or affinity expression no node satisfies on its own (with the values that exist),
-    or, when each is satisfiable, which ones no node satisfies together."""
-    nodes, index = a.snapshot.nodes, a.label_index
-    lines: list[str] = []
-    selector = sorted(pod.node_selector.items())
-    for key, value in selector:
-        if value not in index.get(key, {}):
-            lines.append(f"nodeSelector {key}={value}: no node has it ({_values(index, key)})")
-    by_selector = [n for n in nodes if all(n.labels.get(k) == v for k, v in selector)]
-    if selector and not by_selector and not lines:
-        counts = ", ".join(f"{k}={v} ({index[k][v]} node(s))" for k, v in selector)
-        lines.append(f"nodeSelector {counts}: no node has them all together")
-    affinity = pod.node_affinity
-    terms = affinity.required.terms if affinity is not None and affinity.required else ()
-    for i, term in enumerate(terms, 1):
-        where = f"required node affinity term {i}"
-        if term.issues:
-            lines.append(f"{where}: invalid ({term.issues[0]}): it never matches")
-            continue
-        alone = []
-        for req in term.match_expressions:
-            count = _count(index, len(nodes), req)
-            if count == 0:
-                lines.append(f"{where}: {req} matches no node ({_values(index, req.key)})")
-            alone.append(f"{req} ({count} node(s))")
-        if any(line.startswith(where) for line in lines):
-            continue
-        if not any(term.matches(n.name, n.labels) for n in nodes):
-            lines.append(f"{where}: {' and '.join(alone)} match no node together")
-        elif selector:
-            lines.append(
-                f"{where} matches nodes, but none of them also has nodeSelector "
-                + ", ".join(f"{k}={v}" for k, v in selector)
-            )
-    if not lines:
-        lines.append("the required node affinity matches no node")
-    return lines
-
-
-def _untolerated(pod: Pod, nodes: Sequence[Any]) -> list[Any]:
-    """The distinct taints that keep the pod off `nodes`, most common first."""
-    counts: dict[Any, int] = {}
-    for n in nodes:
-        taint = find_untolerated_taint(n.taints, pod.tolerations, do_not_schedule_taint)
-        if taint is not None:
-            counts[taint] = counts.get(taint, 0) + 1
-    return sorted(counts, key=lambda t: (-counts[t], str(t)))
-
-
-def _taints_and_pools(a: Analysis, pod: Pod) -> tuple[list[Any], list[str]]:
-    """The taints keeping the pod off the nodes it selects, and their pools (per shape)."""
-    key = ("taints", a.shape_of(pod))
-    if key[1] is not None and key in a.memo:
-        return a.memo[key]
-    selected = [n for n in a.snapshot.nodes if _required(pod).matches(n.name, n.labels)]
-    found = (
-        _untolerated(pod, selected),
-        sorted({a.roles.node_pool(n) for n in selected if a.roles.node_pool(n)}),
-    )
-    if key[1] is not None:
-        a.memo[key] = found
-    return found
-
-
-def _toleration_yaml(taint: Any) -> str:
-    fields = [f'"key":"{taint.key}"']
-    if taint.value:
-        fields += ['"operator":"Equal"', f'"value":"{taint.value}"']
-    else:
-        fields.append('"operator":"Exists"')
-    fields.append(f'"effect":"{taint.effect}"')
-    return "{" + ",".join(fields) + "}"
-
-
-def _toleration_action(a: Analysis, pod: Pod, taints: list[Any], pools: list[str]) -> str:
-    owner = owner_of(a, pod)
-    if not taints:
-        return _UNSAT_ACTIONS["TaintToleration"]
-    taint = taints[0]
-    toleration = _toleration_yaml(taint)
-    where = f"pool {', '.join(pools)}" if pools else "those nodes"
-    if owner.kind in SET_RESOURCES_KINDS:
-        has = _template_has_tolerations(a, pod)
-        path = "/spec/template/spec/tolerations" + ("/-" if has else "")
-        value = toleration if has else f"[{toleration}]"
-        how = (
-            f"`{owner.kubectl('patch', '--type=json')} -p "
-            f'\'[{{"op":"add","path":"{path}","value":{value}}}]\'`'
-        )
-    else:
-        how = f"add it to the manifest of {owner} and re-create it (its pod template is immutable)"
-    return (
-        f"if {owner} belongs in {where}, tolerate its taint {taint}: {toleration}: {how}; "
-        "otherwise point its nodeSelector at its own pool - do not remove the pool taint"
-    )
-
-
-def _template_has_tolerations(a: Analysis, pod: Pod) -> bool:
-    ctrl = a.controller_of(pod)
-    for template in ctrl.templates if ctrl is not None else ():
-        spec = template.get("spec") if isinstance(template, dict) else None
-        if isinstance(spec, dict) and spec.get("tolerations"):
-            return True
-    return ctrl is None and bool(pod.tolerations)
-
-
 def _unsatisfiable(a: Analysis, case: Case, pod: Pod, outcome: PlacementOutcome) -> Finding:
     if outcome.kind == "constraints":
         plugin, lines = _dominant_plugin(outcome), list(outcome.examples)
@@ -664,8 +498,8 @@ def _unsatisfiable(a: Analysis, case: Case, pod: Pod, outcome: PlacementOutcome)
     action = _UNSAT_ACTIONS.get(plugin, _UNSAT_ACTIONS["NodeAffinity"])
     data: dict[str, Any] = {"plugin": plugin, "message": outcome.message, "nodes": outcome.nodes}
     if plugin == "TaintToleration":
-        taints, pools = _taints_and_pools(a, pod)
-        action = _toleration_action(a, pod, taints, pools)
+        taints, pools = taints_and_pools(a, pod)
+        action = toleration_action(a, pod, taints, pools) or action
         data["taints"] = [str(t) for t in taints]
     elif plugin == "NodeAffinity":
         action = (
@@ -714,48 +548,6 @@ def _asks(pod: Pod) -> str:
     elif gpu is not None:
         parts.append(f"{gpus_text(gpu.total_milli)} GPU(s)")
     return "; ".join(parts)
-
-
-def room_lines(a: Analysis, nodes: Sequence[str], fractional: bool = False) -> list[str]:
-    """Per pool: its eligible nodes' free GPUs, node by node (the freest first; the rest
-    summarised)."""
-    rooms = a.gpu_room(nodes, fractional)
-    pools: dict[str, list[Any]] = {}
-    for room in rooms:
-        pools.setdefault(room.pool or "(no pool label)", []).append(room)
-    lines = []
-    for pool, items in sorted(pools.items()):
-        total = sum(r.free_milli for r in items)
-        shown = ", ".join(
-            f"{r.node} {gpus_text(r.free_milli)}/{r.devices}" for r in items[:ROOM_NODES_SHOWN]
-        )
-        rest = items[ROOM_NODES_SHOWN:]
-        if rest:
-            spread: dict[int, int] = {}
-            for r in rest:
-                spread[r.free_milli] = spread.get(r.free_milli, 0) + 1
-            shown += (
-                f" (+{len(rest)} more: "
-                + ", ".join(
-                    f"{n} with {gpus_text(m)} free" for m, n in sorted(spread.items(), reverse=True)
-                )
-                + ")"
-            )
-        lines.append(
-            f"pool {pool}: {gpus_text(total)} GPU(s) free on {len(items)} eligible node(s); "
-            f"free/GPUs per node: {shown}"
-        )
-    return lines
-
-
-ROOM_NODES_SHOWN = 8
-
-
-def holder_lines(a: Analysis, nodes: Sequence[str], what: str = "held by") -> list[str]:
-    return [
-        f"{what} {owner}: {gpus_text(milli)} GPU(s) in {pods} pod(s)"
-        for owner, milli, pods in a.gpu_holders(nodes)
-    ]
 
 
 @dataclass(frozen=True)
@@ -1192,14 +984,6 @@ def _half_started(
         "parallelism (Table 43-6)",
         {"minMember": pg.min_member, "ready": counts.ready, "heldGpus": counts.held_milli / 1000},
     )
-
-
-def release_command(a: Analysis, pods: Sequence[Pod]) -> str:
-    """`kubectl -n NS delete pod A B ...` for the pods (one namespace per gang)."""
-    if not pods:
-        return "nothing to delete"
-    names = " ".join(p.name for p in pods[:8]) + (" ..." if len(pods) > 8 else "")
-    return f"`kubectl -n {pods[0].namespace} delete pod {names}`"
 
 
 def _held_by_partial(
