@@ -2,12 +2,22 @@
 
 JSON is parsed with the stdlib (fast for large `kubectl get -o json` snapshots); only when a
 field turns out to be invalid is the text composed again with a YAML node tree to find the
-line and column of that field. YAML keeps its node tree from the start.
+line and column of that field.
+
+Hostile input is bounded before anything walks it: a file (or `-`, standard input) is read up
+to MAX_INPUT_BYTES and stops at the first NUL (`/dev/zero`); YAML is checked event by event
+for nesting depth (libyaml's composer recurses in C and crashes the process past ~50,000
+levels) and for alias expansion (a "billion laughs" file is small, but every walk of its data
+visits each copy); JSON nested past Python's recursion limit is reported, not raised.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
+import os
+import stat
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +28,13 @@ import yaml
 from gpupact.errors import FieldError, InputError, PathPart
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+STDIN = "-"
+STDIN_NAME = "<stdin>"
+MAX_INPUT_BYTES = 1 << 30  # 1 GiB: several times the JSON of a 100,000-pod cluster
+MAX_DEPTH = 500  # Kubernetes objects nest ~15 levels, CRD schemas ~60
+MAX_ALIAS_VALUES = 100_000  # values aliases may add beyond those written out
+_CHUNK = 1 << 20
 
 
 @dataclass
@@ -68,18 +85,66 @@ def _child(node: yaml.Node, part: PathPart) -> yaml.Node | None:
     return None
 
 
+def display_name(path: str | Path) -> str:
+    """How a file is named in errors: `-` is standard input."""
+    return STDIN_NAME if str(path) == STDIN else str(path)
+
+
 def read_text(path: str | Path) -> str:
-    p = Path(path)
+    """The file (or standard input for `-`) as UTF-8 text, read in bounded chunks."""
+    name = display_name(path)
     try:
-        return p.read_text(encoding="utf-8")
+        if str(path) == STDIN:
+            return _read_bounded(sys.stdin.buffer, name)
+        with open(path, "rb") as stream:
+            info = os.fstat(stream.fileno())
+            if stat.S_ISREG(info.st_mode) and info.st_size > MAX_INPUT_BYTES:
+                raise _too_large(name)
+            return _read_bounded(stream, name)
     except FileNotFoundError:
-        raise InputError("no such file", file=str(path)) from None
+        raise InputError("no such file", file=name) from None
     except IsADirectoryError:
-        raise InputError("is a directory, expected a file", file=str(path)) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason})", file=str(path)) from None
+        raise InputError("is a directory, expected a file", file=name) from None
     except OSError as exc:
-        raise InputError(exc.strerror or str(exc), file=str(path)) from None
+        raise InputError(exc.strerror or str(exc), file=name) from None
+
+
+def _read_bounded(stream: Any, name: str) -> str:
+    """Decode as it reads, so binary data (`/dev/urandom`) or a NUL (`/dev/zero`) stops the
+    read at the first chunk instead of after the size limit."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    parts: list[str] = []
+    size = 0
+    while chunk := stream.read(_CHUNK):
+        size += len(chunk)
+        if size > MAX_INPUT_BYTES:
+            raise _too_large(name)
+        try:
+            part = decoder.decode(chunk)
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8 text ({exc.reason})", file=name) from None
+        nul = part.find("\0")
+        if nul >= 0:
+            text = "".join(parts) + part
+            at = len(text) - len(part) + nul
+            line = text.count("\n", 0, at) + 1
+            column = at - text.rfind("\n", 0, at)
+            raise InputError(
+                "a NUL character: binary data, not YAML or JSON text",
+                file=name,
+                line=line,
+                column=column,
+            )
+        parts.append(part)
+    try:
+        parts.append(decoder.decode(b"", final=True))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason})", file=name) from None
+    return "".join(parts)
+
+
+def _too_large(name: str) -> InputError:
+    return InputError(f"larger than {MAX_INPUT_BYTES >> 20} MiB; refusing to read it", file=name)
 
 
 def parse_documents(text: str, file: str) -> list[Document]:
@@ -88,6 +153,10 @@ def parse_documents(text: str, file: str) -> list[Document]:
     if stripped.startswith(("{", "[")):
         try:
             return [Document(json.loads(text), file, text)]
+        except RecursionError:
+            raise InputError(
+                "nested too deeply to read (past Python's recursion limit)", file=file
+            ) from None
         except json.JSONDecodeError as exc:
             if file.endswith(".json"):
                 raise InputError(
@@ -95,7 +164,10 @@ def parse_documents(text: str, file: str) -> list[Document]:
                 ) from None
             # flow-style YAML that is not strict JSON: fall through to the YAML parser
     try:
+        _check_yaml_shape(text, file)
         datas = list(yaml.load_all(text, Loader=_Loader))
+    except RecursionError:
+        raise InputError("nested too deeply to read", file=file) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
@@ -107,6 +179,47 @@ def parse_documents(text: str, file: str) -> list[Document]:
         first_line = str(exc).splitlines()[0] if str(exc) else "invalid YAML"
         raise InputError(f"malformed YAML: {first_line}", file=file) from None
     return [Document(d, file, text, index=i) for i, d in enumerate(datas) if d is not None]
+
+
+def _check_yaml_shape(text: str, file: str) -> None:
+    """Depth and alias expansion from the event stream (flat, no recursion), before any tree
+    is built. `expanded` counts values as a walk of the loaded data would meet them: an alias
+    adds its anchor's whole subtree again."""
+    sizes: dict[str, int] = {}  # anchor -> values in its expanded subtree
+    open_nodes: list[tuple[str | None, int]] = []  # (anchor, `expanded` when it started)
+    written = expanded = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            written += 1
+            expanded += 1
+            open_nodes.append((event.anchor, expanded))
+            if len(open_nodes) > MAX_DEPTH:
+                raise _at(event, f"nested more than {MAX_DEPTH} levels deep", file)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, started = open_nodes.pop()
+            if anchor is not None:
+                sizes[anchor] = expanded - started + 1
+        elif isinstance(event, yaml.ScalarEvent):
+            written += 1
+            expanded += 1
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+        elif isinstance(event, yaml.AliasEvent):
+            if any(anchor == event.anchor for anchor, _ in open_nodes):
+                raise _at(event, "an alias inside the value it names (a cycle)", file)
+            expanded += sizes.get(event.anchor, 1)
+            if expanded - written > MAX_ALIAS_VALUES:
+                raise _at(
+                    event,
+                    f"aliases expand to more than {MAX_ALIAS_VALUES:,} extra values "
+                    f"(an alias bomb?); write the values out instead",
+                    file,
+                )
+
+
+def _at(event: yaml.Event, message: str, file: str) -> InputError:
+    mark = event.start_mark
+    return InputError(message, file=file, line=mark.line + 1, column=mark.column + 1)
 
 
 def _unacceptable_character(exc: yaml.reader.ReaderError, text: str, file: str) -> InputError:
@@ -122,21 +235,27 @@ def _unacceptable_character(exc: yaml.reader.ReaderError, text: str, file: str) 
 
 
 def load_documents(path: str | Path) -> list[Document]:
-    return parse_documents(read_text(path), str(path))
+    return parse_documents(read_text(path), display_name(path))
 
 
 def iter_objects(doc: Document) -> Iterator[tuple[tuple[PathPart, ...], dict[str, Any]]]:
     """Kubernetes objects in a document, each with its path: a single object, a `*List` or a
-    bare JSON array of objects (the shapes `kubectl get -o json/yaml` prints)."""
+    bare JSON array of objects (the shapes `kubectl get -o json/yaml` prints). Items of a typed
+    list (`PodList`, as client-go and the API server write it) may leave off their kind and
+    apiVersion: they are the list's."""
     data = doc.data
+    item_kind, item_api = None, None
     if isinstance(data, list):
         items, prefix = data, ()
-    elif (
-        isinstance(data, dict)
-        and isinstance(data.get("items"), list)
-        and (str(data.get("kind", "")).endswith("List") or "kind" not in data)
-    ):
+    elif isinstance(data, dict) and "items" in data and _is_list(data.get("kind")):
         items, prefix = data["items"], ("items",)
+        if items is None:  # Go's nil slice: an empty list
+            items = []
+        if not isinstance(items, list):
+            raise doc.error(FieldError(prefix, f"expected a list of objects, got {_kind(items)}"))
+        kind = data.get("kind")
+        if isinstance(kind, str) and len(kind) > len("List"):
+            item_kind, item_api = kind.removesuffix("List"), data.get("apiVersion")
     elif isinstance(data, dict):
         yield (), data
         return
@@ -145,7 +264,15 @@ def iter_objects(doc: Document) -> Iterator[tuple[tuple[PathPart, ...], dict[str
     for i, item in enumerate(items):
         if not isinstance(item, dict):
             raise doc.error(FieldError((*prefix, i), f"expected an object, got {_kind(item)}"))
+        if item_kind is not None and "kind" not in item:
+            item["kind"] = item_kind
+            if item_api is not None:
+                item.setdefault("apiVersion", item_api)
         yield (*prefix, i), item
+
+
+def _is_list(kind: Any) -> bool:
+    return kind is None or (isinstance(kind, str) and kind.endswith("List"))
 
 
 def _kind(value: Any) -> str:

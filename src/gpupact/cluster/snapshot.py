@@ -14,7 +14,7 @@ from typing import Any
 from gpupact.cluster.devices import node_gpu_spec
 from gpupact.cluster.state import pod_usage
 from gpupact.errors import FieldError, InputError
-from gpupact.kube.objects import Node, Pod, parse_node, parse_pod
+from gpupact.kube.objects import Node, Pod, api_group, parse_node, parse_pod
 from gpupact.kube.scheduling_objects import SchedulingObjects
 from gpupact.source import iter_objects, load_documents
 
@@ -55,15 +55,17 @@ def load_objects(
                 kind = obj.get("kind")
                 if kind is None:
                     raise doc.error(FieldError(("kind",), "missing kind"), where)
+                core = api_group(obj) == ""
                 try:
-                    if kind == "Node" and "Node" in only:
+                    if kind == "Node" and core and "Node" in only:
                         out.nodes.append(read_node(obj))
-                    elif kind == "Pod" and "Pod" in only:
+                    elif kind == "Pod" and core and "Pod" in only:
                         out.pods.append(read_pod(obj))
                     elif "Node" in only and out.scheduling.add(obj):
                         pass
                     else:
-                        out.ignored[str(kind)] = out.ignored.get(str(kind), 0) + 1
+                        label = str(kind) if core else f"{kind} ({obj.get('apiVersion')})"
+                        out.ignored[label] = out.ignored.get(label, 0) + 1
                 except FieldError as err:
                     raise doc.error(err, where) from None
     _check_unique(out)

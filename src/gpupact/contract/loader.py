@@ -19,7 +19,7 @@ from pydantic.alias_generators import to_camel
 from gpupact.contract.links import link
 from gpupact.contract.schema import API_VERSION, KIND, Contract, all_field_names
 from gpupact.errors import FieldError, InputError, PathPart
-from gpupact.source import Document, parse_documents, read_text
+from gpupact.source import Document, display_name, parse_documents, read_text
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 M = TypeVar("M", bound=BaseModel)
@@ -53,7 +53,7 @@ class LoadedContract:
 
 
 def load_contract(path: str | Path) -> LoadedContract:
-    return parse_contract(read_text(path), str(path))
+    return parse_contract(read_text(path), display_name(path))
 
 
 def parse_contract(text: str, file: str) -> LoadedContract:
@@ -188,15 +188,20 @@ def _describe(value: Any) -> str:
 
 
 def _duplicate_keys(text: str, file: str) -> list[InputError]:
-    """YAML loaders keep the last of two equal keys silently; a contract must not."""
+    """YAML loaders keep the last of two equal keys silently; a contract must not. A node an
+    alias repeats is checked once, where it is written."""
     try:
         root = yaml.compose(text, Loader=_Loader)
     except yaml.YAMLError:
         return []
     errors: list[InputError] = []
     stack: list[tuple[yaml.Node, tuple[PathPart, ...]]] = [(root, ())] if root else []
+    visited: set[int] = set()
     while stack:
         node, path = stack.pop()
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
         if isinstance(node, yaml.MappingNode):
             seen: set[str] = set()
             for key, value in node.value:

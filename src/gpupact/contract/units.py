@@ -21,6 +21,7 @@ from datetime import UTC, date, datetime, timedelta
 from fractions import Fraction
 from typing import Any
 
+from gpupact.kube.fields import MAX_DURATION_MS, MAX_DURATION_TEXT
 from gpupact.kube.quantity import QuantityError, parse_quantity
 
 # --- durations ----------------------------------------------------------------------------
@@ -49,6 +50,11 @@ def parse_duration(value: Any) -> timedelta:
             f"that order, e.g. '3m', '90s', '1h30m'"
         )
     millis = sum(int(m.group(unit) or 0) * scale for unit, scale in _DURATION_UNITS)
+    if millis > MAX_DURATION_MS:
+        raise ValueError(
+            f"duration {value!r} is longer than a Kubernetes duration can be "
+            f"({MAX_DURATION_TEXT}, about 292 years)"
+        )
     return timedelta(milliseconds=millis)
 
 

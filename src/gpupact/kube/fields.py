@@ -21,6 +21,9 @@ T = TypeVar("T")
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _INT_BOUNDS = {32: (INT32_MIN, INT32_MAX), 64: (INT64_MIN, INT64_MAX)}
+# Go's time.Duration is int64 nanoseconds: 2562047h47m16.854775807s, about 292 years
+MAX_DURATION_MS = INT64_MAX // 1_000_000
+MAX_DURATION_TEXT = "2562047h47m16s"
 
 
 def _type_name(obj: object) -> str:

@@ -40,6 +40,18 @@ from gpupact.kube.topology_spread import (
 DEFAULT_SCHEDULER = "default-scheduler"
 
 
+def api_group(obj: Mapping[str, Any]) -> str:
+    """The API group of an object: "" for core/v1 (also when apiVersion is left off, as in a
+    hand-written manifest). A group-less version other than v1 is returned as it is, so it
+    matches no group: a `kind: Pod` of another API is never taken for a Pod."""
+    api = obj.get("apiVersion")
+    if api is None or api == "v1":
+        return ""
+    if isinstance(api, str) and "/" in api:
+        return api.rsplit("/", 1)[0]
+    return f"unknown API {api!r}"
+
+
 @dataclass(frozen=True, slots=True)
 class OwnerRef:
     """metadata.ownerReferences[] (the fields the scheduler's default spreading reads)."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from gpupact.cluster.devices import GPU_RESOURCE
 from gpupact.errors import FieldError
+from gpupact.kube.fields import MAX_DURATION_MS, MAX_DURATION_TEXT
 from gpupact.kube.objects import Pod
 from gpupact.ops.model import Event, NodeClaim
 
@@ -43,6 +44,8 @@ def parse_duration(text: str, path: tuple = ()) -> int:
         pos = match.end()
     if pos != len(text):
         raise FieldError(path, f'expected a duration such as "13m30s", got {text!r}')
+    if total * 1000 > MAX_DURATION_MS:
+        raise FieldError(path, f"{text!r} is longer than a Go duration can be ({MAX_DURATION_TEXT})")
     return total
 
 

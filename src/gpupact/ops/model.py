@@ -32,7 +32,7 @@ from gpupact.kube.fields import (
     string,
     string_map,
 )
-from gpupact.kube.objects import Node, Pod
+from gpupact.kube.objects import Node, Pod, api_group
 from gpupact.kube.requests import parse_resource_list
 from gpupact.kube.scheduling_objects import SchedulingObjects
 
@@ -429,13 +429,6 @@ def _is_controller(kind: str, group: str) -> bool:
     return kind in CONTROLLER_KINDS and group in CONTROLLER_GROUPS
 
 
-def _group(obj: Mapping[str, Any]) -> str:
-    api = obj.get("apiVersion")
-    if not isinstance(api, str) or "/" not in api:
-        return ""
-    return api.rsplit("/", 1)[0]
-
-
 class SnapshotBuilder:
     """Adds raw objects one at a time (FieldError on a bad one), then `finish()` checks that
     names are unique and returns the snapshot."""
@@ -453,7 +446,7 @@ class SnapshotBuilder:
         kind = obj.get("kind")
         if not isinstance(kind, str) or not kind:
             raise FieldError(("kind",), "missing kind")
-        group = _group(obj)
+        group = api_group(obj)
         snap = self.snapshot
         if kind == "Node" and group == "":
             node = read_node(dict(obj))
@@ -509,7 +502,8 @@ class SnapshotBuilder:
         elif snap.scheduling.add(obj):
             pass
         else:
-            snap.ignored[kind] = snap.ignored.get(kind, 0) + 1
+            label = f"{kind} ({obj.get('apiVersion')})" if group else kind
+            snap.ignored[label] = snap.ignored.get(label, 0) + 1
 
     def finish(self) -> ClusterSnapshot:
         return self.snapshot
