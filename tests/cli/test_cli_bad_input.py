@@ -51,7 +51,7 @@ def assert_one_error(code: int, stdout: str, stderr: str, *fragments: str) -> No
         (["bogus"], ["No such command 'bogus'", "gpupact --help"]),
         (["audit", "--snapshot", str(SNAPSHOT), "--bogus"], ["--bogus", "gpupact audit --help"]),
         (["check", str(CONTRACT), "-o", "xml"], ["'xml'", "gpupact check --help"]),
-        (["compile", str(CONTRACT)], ["Missing option", "--out"]),
+        (["compile", str(CONTRACT), "-o", "out/"], ["output format", "--output-dir out/"]),
         (["fit", "--nodes", str(NODES)], ["Missing option", "--filename"]),
         (["diagnose", "-A", "--snapshot", str(SNAPSHOT), "-n"], ["'-n' requires an argument"]),
     ],
@@ -96,7 +96,7 @@ def _bad_files(tmp: Path) -> dict[str, tuple[Path, str]]:
 
 COMMANDS = {
     "check": lambda f, tmp: ["check", f],
-    "compile": lambda f, tmp: ["compile", f, "-o", tmp / "out"],
+    "compile": lambda f, tmp: ["compile", f, "--output-dir", tmp / "out"],
     "fit -f": lambda f, tmp: ["fit", "-f", f, "--nodes", NODES],
     "fit --nodes": lambda f, tmp: ["fit", "-f", POD, "--nodes", f],
     "fit --pods": lambda f, tmp: ["fit", "-f", POD, "--nodes", NODES, "--pods", f],
@@ -153,7 +153,8 @@ def test_an_unwritable_output_is_one_line_exit_2(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
     assert_one_error(
-        *run("compile", CONTRACT, "-o", blocker / "out"), "a-file is a file, not a directory"
+        *run("compile", CONTRACT, "--output-dir", blocker / "out"),
+        "a-file is a file, not a directory",
     )
     assert blocker.read_text() == "x"
 
@@ -227,7 +228,7 @@ def _acme_with(tmp: Path, change) -> Path:
 )
 def test_broken_contract_is_bad_input_not_a_crash(tmp_path: Path, command, change, fragment):
     path = _acme_with(tmp_path, change)
-    extra = ["-o", tmp_path / "out"] if command == "compile" else []
+    extra = ["--output-dir", tmp_path / "out"] if command == "compile" else []
     code, out, err = run(command, path, *extra)
     lines = err.strip().splitlines()
     assert code == 2 and "Traceback" not in out + err, err

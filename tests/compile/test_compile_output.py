@@ -34,7 +34,7 @@ def tree(root: Path) -> dict[str, bytes]:
 
 def test_compiling_twice_gives_byte_identical_files(tmp_path):
     for name in ("a", "b"):
-        result = run(str(ACME), "-o", str(tmp_path / name), "--now", NOW)
+        result = run(str(ACME), "--output-dir", str(tmp_path / name), "--now", NOW)
         assert result.exit_code == 0, result.output
     first, second = tree(tmp_path / "a"), tree(tmp_path / "b")
     assert first == second
@@ -90,7 +90,7 @@ def test_layout_kustomization_and_marker(tmp_path):
 
 
 def test_json_format_writes_lists(tmp_path):
-    result = run(str(ACME), "-o", str(tmp_path / "out"), "--format", "json", "--now", NOW)
+    result = run(str(ACME), "--output-dir", str(tmp_path / "out"), "-o", "json", "--now", NOW)
     assert result.exit_code == 0, result.output
     out = tmp_path / "out"
     kustomization = yaml.safe_load((out / "kustomization.yaml").read_text())
@@ -103,8 +103,8 @@ def test_json_format_writes_lists(tmp_path):
 
 def test_recompiling_replaces_the_previous_output(tmp_path):
     out = tmp_path / "out"
-    assert run(str(ACME), "-o", str(out), "--now", NOW).exit_code == 0
-    assert run(str(ACME), "-o", str(out), "--now", NOW, "--format", "json").exit_code == 0
+    assert run(str(ACME), "--output-dir", str(out), "--now", NOW).exit_code == 0
+    assert run(str(ACME), "--output-dir", str(out), "--now", NOW, "-o", "json").exit_code == 0
     names = set(tree(out))
     assert "40-core.json" in names and "40-core.yaml" not in names
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no staging left behind
@@ -117,7 +117,7 @@ def test_refuses_a_directory_gpupact_did_not_write(tmp_path):
     out = tmp_path / "manifests"
     out.mkdir()
     (out / "mine.yaml").write_text("keep: me\n")
-    result = run(str(ACME), "-o", str(out), "--now", NOW)
+    result = run(str(ACME), "--output-dir", str(out), "--now", NOW)
     assert result.exit_code == 2
     assert "not written by gpupact compile" in result.stderr
     assert tree(out) == {"mine.yaml": b"keep: me\n"}
@@ -135,11 +135,11 @@ def test_refuses_foreign_files_inside_its_own_output(tmp_path):
 def test_refuses_a_file_and_accepts_an_empty_directory(tmp_path):
     target = tmp_path / "file"
     target.write_text("x")
-    result = run(str(ACME), "-o", str(target), "--now", NOW)
+    result = run(str(ACME), "--output-dir", str(target), "--now", NOW)
     assert result.exit_code == 2 and "not a directory" in result.stderr
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert run(str(ACME), "-o", str(empty), "--now", NOW).exit_code == 0
+    assert run(str(ACME), "--output-dir", str(empty), "--now", NOW).exit_code == 0
     assert (empty / MARKER).exists()
 
 
@@ -168,7 +168,7 @@ def test_a_failed_write_leaves_the_previous_output_intact(tmp_path, monkeypatch)
 
 
 def test_raise_without_expiry_is_located_bad_input(tmp_path):
-    result = run(str(FLAWED), "-o", str(tmp_path / "out"), "--now", NOW)
+    result = run(str(FLAWED), "--output-dir", str(tmp_path / "out"), "--now", NOW)
     assert result.exit_code == 2
     assert "contract-flawed.yaml:" in result.stderr
     assert "raises[0].expires" in result.stderr and "no expiry" in result.stderr
@@ -187,7 +187,7 @@ def test_raise_without_expiry_is_located_bad_input(tmp_path):
     ],
 )
 def test_bad_input_exits_2(tmp_path, args, message):
-    result = run(*args, "-o", str(tmp_path / "out"))
+    result = run(*args, "--output-dir", str(tmp_path / "out"))
     assert result.exit_code == 2, result.output
     assert message in result.stderr
     assert not (tmp_path / "out").exists()
@@ -199,14 +199,14 @@ def test_schema_errors_are_listed_one_per_line(tmp_path):
     data["pools"][0]["nodes"]["max"] = "six"
     data["services"][0]["replicas"]["min"] = -1
     bad.write_text(yaml.safe_dump(data))
-    result = run(str(bad), "-o", str(tmp_path / "out"))
+    result = run(str(bad), "--output-dir", str(tmp_path / "out"))
     assert result.exit_code == 2
     lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert len(lines) == 2, result.stderr
 
 
 def test_success_message(tmp_path):
-    result = run(str(ACME), "-o", str(tmp_path / "out"), "--now", NOW)
+    result = run(str(ACME), "--output-dir", str(tmp_path / "out"), "--now", NOW)
     assert result.exit_code == 0
     assert "compiled contract acme: 46 objects" in result.stdout
     assert "kubectl apply -k" in result.stdout

@@ -1,10 +1,19 @@
 """The `gpupact` command line. Each command parses, calls one function, renders.
 
 Exit codes follow kubectl habits: 0 ok, 1 findings (e.g. the pod fits nowhere), 2 bad input.
+
+Adding a command — `gpupact --version` and `--help` import no command module (numpy, pydantic,
+the engine stay unloaded), so a command's module is imported only when that command runs:
+  1. write src/gpupact/cli/NAME.py with `@app.command("NAME")` on the `app` of this module
+     (import what it needs at its top as usual; keep it out of this module);
+  2. append one line to COMMANDS below: the name, the module, and the one-line help that
+     `gpupact --help` lists (the module's docstring is the full `gpupact NAME --help`).
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
 from collections.abc import Callable, Iterable
 from enum import StrEnum
@@ -13,7 +22,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from gpupact import __version__
 from gpupact.errors import FieldError, InputError
@@ -23,6 +32,18 @@ stdout = Console(soft_wrap=True, emoji=False)
 stderr = Console(stderr=True, soft_wrap=True, emoji=False)
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
+
+# name -> (module that registers it, one line for `gpupact --help`); append new commands here
+COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("gpupact.cli.check", "Check a contract: schema, references, the chapter's rules."),
+    "compile": ("gpupact.cli.compile", "Compile a contract into Kubernetes, Kueue, Volcano, Karpenter."),
+    "fit": ("gpupact.cli.fit", "Would this pod fit, node by node, and why not."),
+    "diagnose": ("gpupact.cli.diagnose", "Why is it Pending: the runbook, with evidence and action."),
+    "audit": ("gpupact.cli.audit", "The cluster against the contract's discipline: findings, fixes."),
+    "plan": ("gpupact.cli.plan", "Capacity: memory, KV cache, latency, replicas, pre-warm."),
+    "simulate": ("gpupact.cli.simulate", "Run the twin forward in time; report the peak."),
+    "sweep": ("gpupact.cli.sweep", "Policies x seeds x scenarios of the twin, in parallel."),
+}
 
 
 def print_errors(lines: Iterable[str]) -> None:
@@ -40,7 +61,26 @@ _UsageError: type[Exception] = _CLICK_ERRORS["UsageError"]
 
 class _Commands(TyperGroup):
     """Usage errors (an unknown flag, a missing option, a bad choice) end like every other bad
-    input: one `error:` line and exit 2, not Typer's multi-line box."""
+    input: one `error:` line and exit 2, not Typer's multi-line box. Commands in COMMANDS are
+    listed from the table and imported when they are the one being run."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        loaded = super().list_commands(ctx)
+        return [*COMMANDS, *(name for name in loaded if name not in COMMANDS)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in COMMANDS:
+            # a stand-in for listing; resolve_command swaps in the real one to run it
+            command = TyperCommand(cmd_name, short_help=COMMANDS[cmd_name][1])
+        return command
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        name, command, rest = super().resolve_command(ctx, args)
+        if name in COMMANDS and name not in self.commands:
+            command = _load(name)
+            self.add_command(command, name)
+        return name, command, rest
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         if not standalone_mode:
@@ -72,7 +112,12 @@ app = typer.Typer(
 
 
 class Output(StrEnum):
+    """`-o`, as kubectl spells it: text (columns on a terminal, plain when piped), wide (more
+    columns), name (`kind/name` per line, for xargs), json, yaml."""
+
     text = "text"
+    wide = "wide"
+    name = "name"
     json = "json"
     yaml = "yaml"
 
@@ -111,14 +156,30 @@ def root(
     """gpupact turns scarce GPUs into a resource pool you can make promises about."""
 
 
+def _load(name: str) -> Any:
+    """The click command `name`, importing its module (which registers it on `app`)."""
+    importlib.import_module(COMMANDS[name][0])
+    group = typer.main.get_command(app)
+    command = group.commands.get(name) if hasattr(group, "commands") else None
+    if command is None:
+        raise RuntimeError(f"{COMMANDS[name][0]} does not register a command named {name!r}")
+    return command
+
+
 def _register() -> None:
-    # imported for their side effect of adding commands to `app`
-    from gpupact.cli import audit, check, compile, diagnose, fit, plan, simulate, sweep  # noqa: F401
+    """Import every command module (tests run `app` with all of them registered)."""
+    for module, _ in COMMANDS.values():
+        importlib.import_module(module)
+
+
+def _prog_name() -> str:
+    # krew installs the plugin as `kubectl-gpupact`, run as `kubectl gpupact`
+    invoked = os.path.basename(sys.argv[0])
+    return "kubectl gpupact" if invoked.startswith("kubectl-") else "gpupact"
 
 
 def main() -> None:
-    _register()
     try:
-        app()
+        app(prog_name=_prog_name())
     except KeyboardInterrupt:
         sys.exit(130)
