@@ -10,3 +10,4 @@ python benchmarks/diagnose.py --write
 python benchmarks/openb_replay.py --policy all --seeds 42-51 \
     --extra-traces cpu250,gpushare100,multigpu50,gpuspec33 --write
 python benchmarks/twin.py --write
+python benchmarks/cli_startup.py --write

@@ -176,14 +176,17 @@ def test_bad_cold_start_annotation(tmp_path: Path) -> None:
         (["diagnose", "a/b", "-A", "--snapshot", "."], "not both"),
         (["diagnose", "-A", "--snapshot", "x", "--context", "prod"], "not both"),
         (["diagnose", "default/nope", "--snapshot", "<healthy>"], "no pod default/nope"),
-        (["diagnose", "just-a-name", "--snapshot", "<healthy>"], "expected NAMESPACE/POD"),
+        (["diagnose", "just-a-name", "--snapshot", "<healthy>"], "no pod default/just-a-name"),
+        (["diagnose", "a/b/c/d", "--snapshot", "<healthy>"], "expected NAME, KIND/NAME"),
         (["diagnose", "deploy/ns/x", "--snapshot", "<healthy>"], "unknown kind"),
         (["diagnose", "-A", "--snapshot", "<healthy>", "--now", "2026-11-10"], "no timezone"),
         (["audit", "--snapshot", "<healthy>", "--contract", "/nonexistent.yaml"], "no such file"),
         (["audit", "--kubeconfig", "/nonexistent/kubeconfig"], "no such file"),
     ],
 )
-def test_bad_arguments(args: list[str], message: str) -> None:
+def test_bad_arguments(args: list[str], message: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBECONFIG", "/nonexistent/kubeconfig")  # no cluster by default
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     args = [str(fixture("healthy")) if a == "<healthy>" else a for a in args]
     code, _, err = run(*args)
     assert code == 2, err

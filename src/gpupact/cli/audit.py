@@ -15,17 +15,29 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from gpupact.cli.diagnose import cluster_source, moment, optional_contract, print_finding
+from gpupact.cli.diagnose import (
+    cluster_source,
+    moment,
+    optional_contract,
+    print_finding,
+    print_names,
+)
 from gpupact.cli.main import EXIT_FINDINGS, EXIT_OK, Output, app, stdout, user_errors
-from gpupact.cli.render import emit
+from gpupact.cli.render import emit, label_selector
 from gpupact.errors import InputError
 from gpupact.ops import Analysis, AuditOptions, audit
 from gpupact.ops.audit import AuditReport
 from gpupact.ops.autoscale import parse_duration
 from gpupact.ops.findings import Severity
+from gpupact.ops.model import labels_by_subject
 
 
-def _render_text(report: AuditReport) -> None:
+def _subject_key(subject: str) -> str:
+    kind, _, rest = subject.partition(" ")
+    return f"{kind.lower()} {rest}"
+
+
+def _render_text(report: AuditReport, wide: bool) -> None:
     for finding in report.findings:
         stdout.print(f"[bold]{escape(finding.subject)}[/]", highlight=False)
         print_finding(finding)
@@ -38,7 +50,10 @@ def _render_text(report: AuditReport) -> None:
     )
     for step in plan["steps"]:
         subjects = step["subjects"]
-        shown = ", ".join(subjects[:6]) + (f" (+{len(subjects) - 6})" if len(subjects) > 6 else "")
+        cut = len(subjects) if wide else 6
+        shown = ", ".join(subjects[:cut]) + (
+            f" (+{len(subjects) - cut})" if len(subjects) > cut else ""
+        )
         stdout.print(
             f"  {step['order']}. {escape(step['action'])} [{step['gpus']} GPU(s)]"
             + (f": {escape(shown)}" if subjects else ""),
@@ -85,7 +100,15 @@ def audit_command(
         help="Label/annotation key naming the cost centre (repeatable; replaces the accepted "
         "spellings gpupact.io/cost-centre, cost-center, costcenter, ...).",
     ),
-    output: Output = typer.Option(Output.text, "-o", "--output", help="Output format."),
+    selector: str | None = typer.Option(
+        None, "-l", "--selector", help="Only findings on objects with these labels."
+    ),
+    output: Output = typer.Option(
+        Output.text,
+        "-o",
+        "--output",
+        help="Output format: text, wide (every subject listed), name, json, yaml.",
+    ),
 ) -> None:
     """Findings with severity and fix: taints, sharing, requests/limits, owners, drift, device
     plugins, stale gangs, expired raises, preemption; and what to stop first under shortage."""
@@ -99,13 +122,23 @@ def audit_command(
         options = replace(options, owner_keys=tuple(owner_label))
     if cost_center_label:
         options = replace(options, cost_keys=tuple(cost_center_label))
+    only = label_selector(selector)
     moment(now)  # a bad --now fails before the cluster is read
     terms = optional_contract(contract)
     cluster = cluster_source(snapshot, context, kubeconfig)
     when = moment(now, cluster if snapshot is not None else None)
     report = audit(Analysis(cluster, now=when, contract=terms), options)
-    if output is Output.text:
-        _render_text(report)
+    if only is not None:
+        labels = labels_by_subject(cluster)
+        report.findings = [
+            f
+            for f in report.findings
+            if (found := labels.get(_subject_key(f.subject))) is not None and only.matches(found)
+        ]
+    if output is Output.name:
+        print_names([f.subject for f in report.findings])
+    elif output in (Output.text, Output.wide):
+        _render_text(report, wide=output is Output.wide)
     else:
         emit(report.to_dict(), output)
     raise typer.Exit(EXIT_FINDINGS if report.fails(threshold_severity) else EXIT_OK)

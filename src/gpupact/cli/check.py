@@ -25,7 +25,12 @@ _STYLE = {Severity.error: "bold red", Severity.warning: "yellow", Severity.info:
 def check_command(
     file: str | None = typer.Argument(None, help="Contract file (YAML or JSON)."),
     file_option: str | None = typer.Option(None, "-f", "--file", help="Contract file."),
-    output: Output = typer.Option(Output.text, "-o", "--output", help="Output format."),
+    output: Output = typer.Option(
+        Output.text,
+        "-o",
+        "--output",
+        help="Output format: text (= wide), name (contract/NAME), json, yaml.",
+    ),
     now: str | None = typer.Option(
         None, "--now", help="Evaluate expiries at this ISO 8601 time (default: now, UTC)."
     ),
@@ -38,7 +43,9 @@ def check_command(
     if not any(f.severity is Severity.error for f in findings):
         findings += compile_refusals(loaded.contract, moment)
     report = check_report(loaded, findings, moment)
-    if output is Output.text:
+    if output is Output.name:
+        stdout.print(f"contract/{report['contract']}", markup=False, highlight=False)
+    elif output in (Output.text, Output.wide):
         _render_text(report)
     else:
         emit(report, output)

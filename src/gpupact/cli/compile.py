@@ -33,7 +33,6 @@ from gpupact.compile.writer import object_names, render_stream
 from gpupact.contract import load_contract
 from gpupact.errors import FieldError, InputError
 
-
 FORMATS = ("yaml", "json", "name")
 
 

@@ -1,8 +1,12 @@
 """`gpupact diagnose`: why is it Pending — the chapter's runbook, executable.
 
-    gpupact diagnose -A --snapshot snap/
-    gpupact diagnose customer-service/cs-agent-7d9f8b6c4-x2k4p --context prod
-    gpupact diagnose podgroup/finance/llm-70b-tp4-1 --snapshot snap/ -o json
+    gpupact diagnose -A --snapshot snap/ [-l app=llm] [-o name]
+    gpupact diagnose -n customer-service cs-agent-7d9f8b6c4-x2k4p --context prod
+    gpupact diagnose pod/cs-agent-7d9f8b6c4-x2k4p -n customer-service
+    gpupact diagnose podgroup/llm-70b-tp4-1 -n finance --snapshot snap/ -o json
+
+Targets as kubectl names them: NAME or KIND/NAME with -n NAMESPACE (default: `default`), or
+NAMESPACE/NAME and KIND/NAMESPACE/NAME. Without --snapshot or --context, the current context.
 
 Exit 0 when nothing is pending (or the named pod is fine), 1 with findings, 2 on bad input.
 """
@@ -16,7 +20,7 @@ from rich.markup import escape
 
 from gpupact.cli.check import parse_now
 from gpupact.cli.main import EXIT_FINDINGS, EXIT_OK, Output, app, stdout, user_errors
-from gpupact.cli.render import emit
+from gpupact.cli.render import emit, label_selector
 from gpupact.contract import load_contract
 from gpupact.contract.schema import Contract
 from gpupact.errors import InputError
@@ -34,10 +38,12 @@ STYLE = {Severity.error: "bold red", Severity.warning: "yellow", Severity.info: 
 def cluster_source(
     snapshot: Path | None, context: str | None, kubeconfig: Path | None
 ) -> ClusterSnapshot:
+    """A snapshot directory, or (as kubectl) the live cluster of the current context."""
     return open_cluster(
         snapshot_dir=snapshot,
         context=context,
         kubeconfig=str(kubeconfig) if kubeconfig is not None else None,
+        live=snapshot is None,
     )
 
 
@@ -69,7 +75,48 @@ def print_finding(finding: Finding, indent: str = "  ") -> None:
         stdout.print(f"{indent}  [green]action:[/] {escape(finding.action)}", highlight=False)
 
 
+def print_names(subjects: list[str]) -> None:
+    """`-o name`: `kind/namespace/name` per subject ("pod ns/x" -> "pod/ns/x"), each once;
+    a diagnose target as it is, for `xargs -n1 gpupact diagnose`."""
+    names = dict.fromkeys(
+        f"{kind.lower()}/{rest}" for kind, _, rest in (s.partition(" ") for s in subjects)
+    )
+    if names:
+        stdout.print("\n".join(names), markup=False, highlight=False)
+
+
 # --- diagnose -----------------------------------------------------------------------------------
+
+_KINDS = {
+    "pod": "pod",
+    "pods": "pod",
+    "po": "pod",
+    "podgroup": "podgroup",
+    "podgroups": "podgroup",
+    "pg": "podgroup",
+    "workload": "workload",
+    "workloads": "workload",
+    "wl": "workload",
+}
+
+
+def target_name(target: str, namespace: str | None) -> str:
+    """kubectl's ways of naming one object -> `kind/namespace/name`: NAME and KIND/NAME take
+    -n (default `default`, as kubectl); NAMESPACE/NAME and KIND/NAMESPACE/NAME carry their own."""
+    parts = target.split("/")
+    if not all(parts) or len(parts) > 3:
+        raise InputError(f"target {target!r}: expected NAME, KIND/NAME (with -n) or NS/NAME")
+    if len(parts) == 3:
+        kind, ns, name = parts
+    elif len(parts) == 2 and parts[0].lower() in _KINDS:
+        kind, ns, name = parts[0], namespace or "default", parts[1]
+    elif len(parts) == 2:
+        kind, (ns, name) = "pod", parts
+    else:
+        kind, ns, name = "pod", namespace or "default", parts[0]
+    if namespace is not None and ns != namespace:
+        raise InputError(f"target {target!r} is in namespace {ns!r}, not -n {namespace!r}")
+    return f"{_KINDS.get(kind.lower(), kind)}/{ns}/{name}"
 
 
 def _render_text(report: DiagnoseReport) -> None:
@@ -107,13 +154,16 @@ def _render_text(report: DiagnoseReport) -> None:
 @user_errors
 def diagnose_command(
     target: str | None = typer.Argument(
-        None, help="NAMESPACE/POD (or podgroup/NS/NAME, workload/NS/NAME)."
+        None, help="POD or KIND/NAME with -n (pod, podgroup, workload), or NS/POD."
     ),
     all_namespaces: bool = typer.Option(
         False, "-A", "--all-namespaces", help="Every Pending pod, PodGroup and Workload."
     ),
     namespace: str | None = typer.Option(
-        None, "-n", "--namespace", help="Only this namespace (with -A omitted)."
+        None, "-n", "--namespace", help="The target's namespace, or only this namespace."
+    ),
+    selector: str | None = typer.Option(
+        None, "-l", "--selector", help="Only subjects whose pods carry these labels."
     ),
     snapshot: Path | None = typer.Option(
         None, "--snapshot", help="Directory of `kubectl get ... -A -o json` files."
@@ -129,21 +179,30 @@ def diagnose_command(
         help="Evaluate at this ISO 8601 time (default: the snapshot's own time, the wall clock "
         "for a live cluster).",
     ),
-    output: Output = typer.Option(Output.text, "-o", "--output", help="Output format."),
+    output: Output = typer.Option(
+        Output.text, "-o", "--output", help="Output format: text, wide, name, json, yaml."
+    ),
 ) -> None:
     """Why is it Pending: walk the runbook (nodes, placement, gang, quota, autoscaler, memory)
     and stop at the first domain that explains it, with evidence and the recovery action."""
     if target is not None and all_namespaces:
         raise InputError("give a target or -A, not both")
     if target is None and not all_namespaces and namespace is None:
-        raise InputError("give a target (NAMESPACE/POD) or -A for every pending subject")
+        raise InputError("give a target (POD with -n NAMESPACE) or -A for every pending subject")
+    if target is not None and selector is not None:
+        raise InputError("give a target or -l, not both")
+    name = target_name(target, namespace) if target is not None else None
+    only = label_selector(selector)
     moment(now)  # a bad --now fails before the cluster is read
     terms = optional_contract(contract)
     cluster = cluster_source(snapshot, context, kubeconfig)
     when = moment(now, cluster if snapshot is not None else None)
     analysis = Analysis(cluster, now=when, contract=terms)
-    report = diagnose(analysis, target, namespace=None if all_namespaces else namespace)
-    if output is Output.text:
+    scope = None if all_namespaces else namespace
+    report = diagnose(analysis, name, namespace=scope, selector=only)
+    if output is Output.name:
+        print_names([d.subject for d in report.diagnoses])
+    elif output in (Output.text, Output.wide):
         _render_text(report)
     else:
         emit(report.to_dict(), output)

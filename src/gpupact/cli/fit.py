@@ -1,11 +1,14 @@
-"""`gpupact fit`: would this pod fit, node by node, and why not."""
+"""`gpupact fit`: would this pod fit, node by node, and why not.
+
+gpupact fit -f pod.yaml --nodes cluster.json [-l nodepool=gpu-inference] [-o wide|name]
+kubectl get nodes,pods -A -o json | gpupact fit -f pod.yaml --nodes -
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
 from gpupact.cli.main import (
     EXIT_FINDINGS,
@@ -15,10 +18,11 @@ from gpupact.cli.main import (
     stdout,
     user_errors,
 )
-from gpupact.cli.render import emit
+from gpupact.cli.render import columns, emit, label_selector
 from gpupact.cluster.snapshot import load_objects
 from gpupact.engine.placement.framework import ClusterView, FitResult, explain_fit
 from gpupact.errors import InputError
+from gpupact.source import display_name
 
 
 def _as_data(result: FitResult) -> dict:
@@ -41,14 +45,16 @@ def _as_data(result: FitResult) -> dict:
     }
 
 
-def _render_text(result: FitResult) -> None:
-    table = Table(title=f"pod {result.pod}", title_justify="left", show_edge=False)
-    for col in ("NODE", "FITS", "PLUGIN", "WHY NOT"):
-        table.add_column(col, overflow="fold")
+def _render_text(result: FitResult, wide: bool) -> None:
+    headers = ["NODE", "FITS", "PLUGIN", "WHY NOT"] + (["CODE", "REASONS"] if wide else [])
+    rows = []
     for v in result.verdicts:
         why = v.detail or ", ".join(v.status.reasons)
-        table.add_row(v.node, "[green]yes[/]" if v.fits else "[red]no[/]", v.status.plugin, why)
-    stdout.print(table)
+        row = [v.node, "yes" if v.fits else "no", v.status.plugin, why]
+        if wide:
+            row += [v.status.code.value, "; ".join(v.status.reasons)]
+        rows.append(row)
+    columns(headers, rows, title=f"pod {result.pod}")
     if result.message:
         stdout.print(result.message, markup=False, highlight=False)
     else:
@@ -65,24 +71,38 @@ def fit(
     pods: list[Path] = typer.Option(
         [], "--pods", help="More bound pods that use node resources (repeatable)."
     ),
-    output: Output = typer.Option(Output.text, "-o", "--output", help="Output format."),
+    selector: str | None = typer.Option(
+        None, "-l", "--selector", help="Only nodes with these labels (kubectl's -l syntax)."
+    ),
+    output: Output = typer.Option(
+        Output.text, "-o", "--output", help="Output format: text, wide, name, json, yaml."
+    ),
 ) -> None:
-    """For each node, whether the pod fits and why not, with the kube-scheduler summary."""
+    """For each node, whether the pod fits and why not, with the kube-scheduler summary.
+    `-o name` lists the nodes it fits on (`node/NAME`)."""
+    only_nodes = label_selector(selector)
     incoming = load_objects([pod_file], only=("Pod",))
     if not incoming.pods:
-        raise InputError("no Pod object found", file=str(pod_file))
+        raise InputError("no Pod object found", file=display_name(pod_file))
     cluster_objs = load_objects([*nodes, *pods])
     if not cluster_objs.nodes:
-        raise InputError("no Node object found", file=", ".join(map(str, nodes)))
+        raise InputError("no Node object found", file=", ".join(map(display_name, nodes)))
+    chosen = [n for n in cluster_objs.nodes if only_nodes is None or only_nodes.matches(n.labels)]
+    if not chosen:
+        raise InputError(f"-l {selector}: no node matches")
     view = ClusterView(
-        cluster_objs.nodes,
+        chosen,
         [p for p in cluster_objs.pods if p.assigned],
         objects=cluster_objs.scheduling,
     )
     results = [explain_fit(pod, view) for pod in incoming.pods]
-    if output is Output.text:
+    if output is Output.name:
+        names = dict.fromkeys(f"node/{n}" for r in results for n in r.feasible)
+        if names:
+            stdout.print("\n".join(names), markup=False, highlight=False)
+    elif output in (Output.text, Output.wide):
         for result in results:
-            _render_text(result)
+            _render_text(result, wide=output is Output.wide)
     else:
         data = [_as_data(r) for r in results]
         emit(data[0] if len(data) == 1 else data, output)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable
 from enum import StrEnum
@@ -27,19 +28,37 @@ from typer.core import TyperCommand, TyperGroup
 from gpupact import __version__
 from gpupact.errors import FieldError, InputError
 
+# C0 and C1 control characters but tab, newline and NEL: in a name from a cluster or a
+# contract, ESC or CSI would drive the terminal (retitle it, hide text, fake output)
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x84\x86-\x9f]")
+
+
+def visible(text: str) -> str:
+    """`text` with control characters shown as `\\x1b` escapes."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+class _Console(Console):
+    """Every string printed, table cells included, passes through `visible`: no command has to
+    remember it. (Rich's own styling is added after this, so colours still work.)"""
+
+    def render_str(self, text: str, **kwargs: Any) -> Any:
+        return super().render_str(visible(text), **kwargs)
+
+
 # emoji=False: text from the cluster or a contract (":100:") is printed as it is, never as 💯
-stdout = Console(soft_wrap=True, emoji=False)
-stderr = Console(stderr=True, soft_wrap=True, emoji=False)
+stdout = _Console(soft_wrap=True, emoji=False)
+stderr = _Console(stderr=True, soft_wrap=True, emoji=False)
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT = 0, 1, 2
 
 # name -> (module that registers it, one line for `gpupact --help`); append new commands here
 COMMANDS: dict[str, tuple[str, str]] = {
-    "check": ("gpupact.cli.check", "Check a contract: schema, references, the chapter's rules."),
-    "compile": ("gpupact.cli.compile", "Compile a contract into Kubernetes, Kueue, Volcano, Karpenter."),
+    "check": ("gpupact.cli.check", "Check a contract: schema, references, the rules."),
+    "compile": ("gpupact.cli.compile", "The contract as Kubernetes/Kueue/Volcano objects."),
     "fit": ("gpupact.cli.fit", "Would this pod fit, node by node, and why not."),
-    "diagnose": ("gpupact.cli.diagnose", "Why is it Pending: the runbook, with evidence and action."),
-    "audit": ("gpupact.cli.audit", "The cluster against the contract's discipline: findings, fixes."),
+    "diagnose": ("gpupact.cli.diagnose", "Why is it Pending: the runbook, evidence, action."),
+    "audit": ("gpupact.cli.audit", "Broken discipline in a cluster: findings and fixes."),
     "plan": ("gpupact.cli.plan", "Capacity: memory, KV cache, latency, replicas, pre-warm."),
     "simulate": ("gpupact.cli.simulate", "Run the twin forward in time; report the peak."),
     "sweep": ("gpupact.cli.sweep", "Policies x seeds x scenarios of the twin, in parallel."),

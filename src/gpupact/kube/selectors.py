@@ -681,3 +681,85 @@ __all__ = [
     "preferred_terms_issues",
     "upstream_field_path",
 ]
+
+
+# ----------------------------------------------------------------------------------------------
+# The selector string of `kubectl get -l` (labels.Parse)
+# ----------------------------------------------------------------------------------------------
+
+_SELECTOR_TOKEN = re.compile(r"\s*(!=|==|=|!|,|\(|\)|<|>|[^\s!=,()<>]+)")
+# the string operators, mapped to the requirement operators that match the same labels
+_STRING_OPERATORS = {"=": EQUALS, "==": EQUALS, "!=": NOT_IN, "in": IN, "notin": NOT_IN}
+
+
+def parse_selector(text: str) -> Selector:
+    """`app=web,tier!=cache,env in (prod,staging),!legacy,gpu,rank>3` as labels.Parse reads it;
+    ValueError naming the first problem. Requirements are ANDed."""
+    tokens: list[str] = []
+    pos = 0
+    while pos < len(text):
+        if text[pos:].strip() == "":
+            break
+        m = _SELECTOR_TOKEN.match(text, pos)
+        if m is None:  # pragma: no cover - every character is some token
+            raise ValueError(f"unexpected {text[pos:]!r}")
+        tokens.append(m.group(1))
+        pos = m.end()
+    requirements: list[Requirement] = []
+    i = 0
+
+    def take() -> str | None:
+        nonlocal i
+        token = tokens[i] if i < len(tokens) else None
+        i += 1
+        return token
+
+    def peek() -> str | None:
+        return tokens[i] if i < len(tokens) else None
+
+    while i < len(tokens):
+        negated = peek() == "!"
+        if negated:
+            take()
+        key = take()
+        if key is None or key in "!=,()<>" or key in ("==", "!="):
+            raise ValueError(f"expected a label key, found {key or 'the end'!r}")
+        if negated or peek() in (None, ","):
+            operator, values = (DOES_NOT_EXIST if negated else EXISTS), ()
+        else:
+            spelled = take() or ""
+            if spelled in ("<", ">"):
+                operator, values = (GT if spelled == ">" else LT), (take() or "",)
+            elif spelled in ("in", "notin"):
+                if take() != "(":
+                    raise ValueError(f"expected '(' after {spelled!r} for key {key!r}")
+                values = _selector_values(take, peek)
+                operator = _STRING_OPERATORS[spelled]
+            elif spelled in _STRING_OPERATORS:
+                value = "" if peek() in (None, ",") else take() or ""
+                if value in "!=,()<>" and value:
+                    raise ValueError(f"expected a value after {key}{spelled}, found {value!r}")
+                operator, values = _STRING_OPERATORS[spelled], (value,)
+            else:
+                raise ValueError(f"expected an operator after {key!r}, found {spelled!r}")
+        issues = requirement_issues(key, operator, values, ())
+        if issues:
+            raise ValueError(f"{key}: {issues[0].detail}")
+        requirements.append(Requirement(key, operator, values))
+        following = take()
+        if following not in (None, ","):
+            raise ValueError(f"expected ',' between requirements, found {following!r}")
+    return Selector(_sorted_by_key(requirements))
+
+
+def _selector_values(take: Any, peek: Any) -> tuple[str, ...]:
+    values: list[str] = []
+    while True:
+        token = take()
+        if token == ")":
+            return tuple(values)
+        if token is None or token in "!=,()<>":
+            raise ValueError(f"expected a value or ')', found {token or 'the end'!r}")
+        values.append(token)
+        if peek() == ",":
+            take()

@@ -45,7 +45,9 @@ def parse_duration(text: str, path: tuple = ()) -> int:
     if pos != len(text):
         raise FieldError(path, f'expected a duration such as "13m30s", got {text!r}')
     if total * 1000 > MAX_DURATION_MS:
-        raise FieldError(path, f"{text!r} is longer than a Go duration can be ({MAX_DURATION_TEXT})")
+        raise FieldError(
+            path, f"{text!r} is longer than a Go duration can be ({MAX_DURATION_TEXT})"
+        )
     return total
 
 

@@ -32,6 +32,7 @@ from gpupact.engine.gang import PodGroupPhase, gang_is_stale
 from gpupact.engine.placement import FitResult
 from gpupact.errors import InputError
 from gpupact.kube.objects import Pod
+from gpupact.kube.selectors import Selector
 from gpupact.kube.taints import do_not_schedule_taint, find_untolerated_taint
 from gpupact.ops import autoscale
 from gpupact.ops.cluster import KUEUE_GATE, Analysis, PlacementOutcome, shape_key
@@ -1809,10 +1810,27 @@ def group_by_owner(a: Analysis, cases: list[Case], diagnoses: list[Diagnosis]) -
     return out
 
 
+def _case_matches(case: Case, selector: Selector) -> bool:
+    """`-l`: the subject's own labels, or any of its pods' (a PodGroup or Workload is selected
+    by the labels its pods carry, as `kubectl get pods -l` would find them)."""
+    own = case.group.meta.labels if case.group is not None else None
+    if case.workload is not None:
+        own = case.workload.meta.labels
+    if own is not None and selector.matches(own):
+        return True
+    pods = [case.target] if case.target is not None else []
+    return any(selector.matches(p.labels) for p in [*pods, *case.members, *case.pods])
+
+
 def diagnose(
-    a: Analysis, target: str | None = None, *, namespace: str | None = None
+    a: Analysis,
+    target: str | None = None,
+    *,
+    namespace: str | None = None,
+    selector: Selector | None = None,
 ) -> DiagnoseReport:
-    """Walk the runbook for `target` (one subject) or for every Pending subject."""
+    """Walk the runbook for `target` (one subject) or for every Pending subject (of
+    `namespace`, matching `selector`)."""
     if target is not None:
         case = target_case(a, target)
         if _is_pending_case(case):
@@ -1824,6 +1842,8 @@ def diagnose(
             diagnoses = [_diagnosis(a, case, finding)]
     else:
         cases = pending_cases(a, namespace)
+        if selector is not None:
+            cases = [case for case in cases if _case_matches(case, selector)]
         diagnoses = group_by_owner(a, cases, [walk(a, case) for case in cases])
     return DiagnoseReport(
         a.snapshot.source, a.now, len(a.snapshot.nodes), len(a.snapshot.pods), diagnoses

@@ -4,7 +4,14 @@ Read-only: every request is a GET on a list endpoint (`/api/v1/pods?limit=500&co
 read as raw JSON (no model classes: the objects reach the same parsers as a kubectl
 snapshot). A kind whose API is not served (404: no Volcano, no Karpenter) is skipped; a kind
 the credentials may not list (403) is skipped with a note, except Nodes and Pods, without
-which there is nothing to diagnose. docs/diagnose.md has the minimal ClusterRole.
+which there is nothing to diagnose (a server that serves neither is not an API server).
+docs/diagnose.md has the minimal ClusterRole.
+
+As kubectl: without --kubeconfig, $KUBECONFIG (a list of files, merged) or ~/.kube/config,
+or the in-cluster service account inside a pod; without --context, the current context. The
+kubeconfig is never written back (the client would otherwise persist refreshed credentials).
+Every request has a connect and a read timeout and is not retried after a read timeout; a
+list has at most MAX_PAGES pages, so no server can hold a run forever.
 
 The `kubernetes` package is imported only here, and only when a live cluster is asked for.
 """
@@ -12,6 +19,7 @@ The `kubernetes` package is imported only here, and only when a live cluster is 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +31,10 @@ from gpupact.errors import FieldError, InputError
 from gpupact.ops.model import ClusterSnapshot, SnapshotBuilder
 
 PAGE_SIZE = 500
+MAX_PAGES = 2_000  # a million objects of one kind at PAGE_SIZE
+CONNECT_TIMEOUT = 10.0  # seconds
+READ_TIMEOUT = 60.0  # seconds for one page (kubectl's default is no limit)
+DEFAULT_KUBECONFIG = "~/.kube/config"
 
 
 @dataclass(frozen=True)
@@ -71,8 +83,10 @@ RESOURCES: tuple[Resource, ...] = (
 
 def _client(context: str | None, kubeconfig: str | None) -> Any:
     try:
+        from kubernetes import client as k8s
         from kubernetes import config
         from kubernetes.config.config_exception import ConfigException
+        from urllib3.util.retry import Retry
     except ImportError:  # pragma: no cover - a dependency of the package
         raise InputError(
             "reading a live cluster needs the `kubernetes` package: pip install kubernetes"
@@ -81,19 +95,40 @@ def _client(context: str | None, kubeconfig: str | None) -> Any:
         raise InputError("is a directory, expected a kubeconfig file", file=kubeconfig)
     if kubeconfig is not None and not Path(kubeconfig).is_file():
         raise InputError("no such file", file=kubeconfig)
+    files = kubeconfig or os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG
+    settings = k8s.Configuration()
     try:
-        return config.new_client_from_config(config_file=kubeconfig, context=context)
+        if kubeconfig is None and context is None and not _any_exists(files):
+            if not os.environ.get("KUBERNETES_SERVICE_HOST"):
+                raise InputError(
+                    f"no cluster: no kubeconfig at {files}; give --snapshot DIR, "
+                    f"--kubeconfig FILE or set KUBECONFIG"
+                )
+            config.load_incluster_config(client_configuration=settings)
+        else:
+            config.load_kube_config(
+                config_file=files,
+                context=context,
+                client_configuration=settings,
+                persist_config=False,  # never rewrite the user's kubeconfig
+            )
     except ConfigException as err:
         raise InputError(f"kubeconfig: {err}") from None
     except FileNotFoundError as err:  # the kubeconfig, or a certificate file it names
-        raise InputError(
-            "no such file", file=err.filename or kubeconfig or "~/.kube/config"
-        ) from None
+        raise InputError("no such file", file=err.filename or files) from None
     except (OSError, ValueError, TypeError, KeyError, AttributeError, yaml.YAMLError) as err:
         # the client reads the file with no checks of its own: not UTF-8, not YAML, a list
         # where a mapping belongs all surface as Python errors
         detail = " ".join(str(err).split()) or type(err).__name__
-        raise InputError(f"not a valid kubeconfig: {detail}", file=kubeconfig) from None
+        raise InputError(f"not a valid kubeconfig: {detail}", file=kubeconfig or files) from None
+    # one retry for a refused connection; none after a read timeout (a black hole would
+    # otherwise hold each page for several read timeouts)
+    settings.retries = Retry(total=1, read=0, redirect=0, status=0)
+    return k8s.ApiClient(configuration=settings)
+
+
+def _any_exists(files: str) -> bool:
+    return any(Path(f).expanduser().exists() for f in files.split(os.pathsep) if f)
 
 
 _CORE_LISTS = {
@@ -110,7 +145,11 @@ def _get(client: Any, resource: Resource, version: str, token: str) -> Mapping[s
     objects API, which lists any group's resource by path."""
     from kubernetes import client as k8s
 
-    options: dict[str, Any] = {"limit": PAGE_SIZE, "_preload_content": False}
+    options: dict[str, Any] = {
+        "limit": PAGE_SIZE,
+        "_preload_content": False,
+        "_request_timeout": (CONNECT_TIMEOUT, READ_TIMEOUT),
+    }
     if token:
         options["_continue"] = token
     if not resource.group:
@@ -121,9 +160,17 @@ def _get(client: Any, resource: Resource, version: str, token: str) -> Mapping[s
         response = api.list_cluster_custom_object(
             resource.group, version, resource.plural, **options
         )
-    body = json.loads(response.data)
-    if not isinstance(body, dict):
-        raise InputError(f"{resource.path(version)}: expected a JSON object from the API server")
+    where = resource.path(version)
+    try:
+        body = json.loads(response.data)
+    except (ValueError, RecursionError):  # HTML from a proxy, a login page, a truncated body
+        start = " ".join(response.data[:60].decode("utf-8", "replace").split())
+        raise InputError(
+            f"{where}: the server answered 200 with something other than JSON "
+            f"({start!r}...): is this a Kubernetes API server?"
+        ) from None
+    if not isinstance(body, dict) or not isinstance(body.get("items", False), list | None):
+        raise InputError(f"{where}: expected a list object from the API server")
     return body
 
 
@@ -131,16 +178,23 @@ def list_objects(client: Any, resource: Resource, version: str) -> Iterator[dict
     """Every object of one kind, page by page; each gets the kind/apiVersion the API server
     leaves off list items (kubectl adds them the same way)."""
     token = ""
-    while True:
+    for _ in range(MAX_PAGES):
         body = _get(client, resource, version, token)
         for item in body.get("items") or []:
             if isinstance(item, dict):
                 item.setdefault("kind", resource.kind)
                 item.setdefault("apiVersion", resource.api_version(version))
                 yield item
-        token = (body.get("metadata") or {}).get("continue") or ""
-        if not token:
+        following = (body.get("metadata") or {}).get("continue") or ""
+        if not following:
             return
+        if following == token:
+            raise InputError(f"{resource.path(version)}: the server repeats its continue token")
+        token = following
+    raise InputError(
+        f"{resource.path(version)}: more than {MAX_PAGES} pages of {PAGE_SIZE}; refusing to "
+        f"read on (does the server ever stop sending a continue token?)"
+    )
 
 
 def load_live(context: str | None = None, kubeconfig: str | None = None) -> ClusterSnapshot:
@@ -158,6 +212,11 @@ def load_live(context: str | None = None, kubeconfig: str | None = None) -> Clus
                     for obj in list_objects(client, resource, version):
                         _add(builder, obj, source)
                 except ApiException as err:
+                    if err.status == 404 and resource.required:
+                        raise InputError(
+                            f"{source}: {resource.path(version)} is not served (HTTP 404): "
+                            f"is {client.configuration.host} a Kubernetes API server?"
+                        ) from None
                     if err.status == 404:
                         continue  # not served at this version: try the next one
                     if err.status in (401, 403) and not resource.required:

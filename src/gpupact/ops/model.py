@@ -538,3 +538,22 @@ def observed_at(snapshot: ClusterSnapshot) -> int | None:
     if best is not None:
         others.append(best)
     return max(others, default=None)
+
+
+def labels_by_subject(snapshot: ClusterSnapshot) -> dict[str, Mapping[str, str]]:
+    """The labels of each object a finding can name, keyed as findings name their subject
+    (`"kind namespace/name"`, kind in lower case): what `-l` filters findings by."""
+    out: dict[str, Mapping[str, str]] = {}
+    for node in snapshot.nodes:
+        out[f"node {node.name}"] = node.labels
+    for pod in snapshot.pods:
+        out[f"pod {pod.key}"] = pod.labels
+    metas = [
+        *(g.meta for g in snapshot.podgroups),
+        *(o.meta for o in snapshot.kueue),
+        *(c.meta for c in snapshot.controllers),
+        *snapshot.volcano_queue_meta.values(),
+    ]
+    for meta in metas:
+        out[f"{meta.kind.lower()} {meta.key}"] = meta.labels
+    return out
