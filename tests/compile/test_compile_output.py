@@ -210,3 +210,132 @@ def test_success_message(tmp_path):
     assert result.exit_code == 0
     assert "compiled contract acme: 46 objects" in result.stdout
     assert "kubectl apply -k" in result.stdout
+
+
+# --- the output directory is the user's: never lose what gpupact did not write -------------------
+
+
+def _marker(out: Path) -> dict:
+    return json.loads((out / MARKER).read_text())
+
+
+def test_a_string_files_in_the_marker_deletes_nothing(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in ("a", "b", "c"):
+        (out / name).write_text(f"user file {name}\n")
+    (out / MARKER).write_text(json.dumps({"generator": "gpupact compile", "files": "abc"}))
+    with pytest.raises(OutputRefused, match="no valid"):
+        write_bundle(compile_acme(), out)
+    assert sorted(p.name for p in out.iterdir()) == ["a", "b", "c", MARKER]
+
+
+@pytest.mark.parametrize(
+    "listed",
+    [["a"], {"a": "not-a-digest"}, {"../escape.yaml": "0" * 64}, {"/etc/passwd": "0" * 64}],
+)
+def test_a_marker_of_the_wrong_shape_is_refused(tmp_path, listed):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a").write_text("mine\n")
+    (out / MARKER).write_text(json.dumps({"files": listed}))
+    with pytest.raises(OutputRefused, match="no valid"):
+        write_bundle(compile_acme(), out)
+    assert (out / "a").read_text() == "mine\n"
+
+
+def test_a_hand_edited_file_is_refused(tmp_path):
+    out = tmp_path / "out"
+    write_bundle(compile_acme(), out)
+    edited = out / "40-core.yaml"
+    edited.write_text(edited.read_text() + "# tuned by hand\n")
+    with pytest.raises(OutputRefused, match=r"40-core\.yaml changed since gpupact wrote it"):
+        write_bundle(compile_acme(), out)
+    assert edited.read_text().endswith("# tuned by hand\n")
+
+
+def test_an_empty_directory_it_did_not_create_is_kept(tmp_path):
+    out = tmp_path / "out"
+    write_bundle(compile_acme(), out)
+    (out / "keep-me").mkdir()
+    with pytest.raises(OutputRefused, match="keep-me/"):
+        write_bundle(compile_acme(), out)
+    assert (out / "keep-me").is_dir()
+
+
+def test_a_directory_symlink_inside_is_kept(tmp_path):
+    out = tmp_path / "out"
+    write_bundle(compile_acme(), out)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "data").write_text("precious\n")
+    (out / "link").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(OutputRefused, match="link \\(a symlink\\)"):
+        write_bundle(compile_acme(), out)
+    assert (out / "link").is_symlink() and (elsewhere / "data").read_text() == "precious\n"
+
+
+def test_an_output_symlink_is_followed_and_kept(tmp_path):
+    real = tmp_path / "real"
+    write_bundle(compile_acme(), real)
+    link = tmp_path / "current"
+    link.symlink_to(real, target_is_directory=True)
+    write_bundle(compile_acme(), link, "json")
+    assert link.is_symlink() and (real / "40-core.json").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["current", "real"]  # no .old-* left
+
+
+def test_staging_left_by_a_killed_compile_is_removed(tmp_path):
+    out = tmp_path / "out"
+    dead = tmp_path / ".out.old-999999999-0123abcd"  # no such pid
+    dead.mkdir()
+    (dead / "x.yaml").write_text("x\n")
+    unrelated = tmp_path / ".out.notes"
+    unrelated.mkdir()
+    write_bundle(compile_acme(), out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.notes", "out"]
+
+
+def test_recompiling_over_its_own_node_patches_directory_works(tmp_path):
+    out = tmp_path / "out"
+    write_bundle(compile_acme(), out)
+    assert any(p.startswith("node-patches/") for p in _marker(out)["files"])
+    write_bundle(compile_acme(), out)  # its own subdirectory is not foreign
+
+
+# --- -o is the output format; files go to --output-dir -------------------------------------------
+
+
+def test_old_dash_o_directory_is_refused_with_a_pointer(tmp_path):
+    result = run(str(ACME), "-o", str(tmp_path / "out"), "--now", NOW)
+    assert result.exit_code == 2
+    assert "-o is the output format" in result.stderr
+    assert f"--output-dir {tmp_path / 'out'}" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_dash_o_yaml_prints_what_the_files_hold(tmp_path):
+    printed = run(str(ACME), "-o", "yaml", "--now", NOW)
+    assert printed.exit_code == 0
+    streamed = [d for d in yaml.safe_load_all(printed.stdout) if d]
+    assert run(str(ACME), "--output-dir", str(tmp_path / "out"), "--now", NOW).exit_code == 0
+    files = yaml.safe_load((tmp_path / "out/kustomization.yaml").read_text())["resources"]
+    written = [d for f in files for d in yaml.safe_load_all((tmp_path / "out" / f).read_text())]
+    assert streamed == written
+
+
+def test_dash_o_json_and_name(tmp_path):
+    listed = json.loads(run(str(ACME), "-o", "json", "--now", NOW).stdout)
+    assert listed["kind"] == "List" and len(listed["items"]) == 46
+    names = run(str(ACME), "-o", "name", "--now", NOW).stdout.split()
+    assert len(names) == 46
+    assert "clusterqueue.kueue.x-k8s.io/finance-gpu" in names
+    assert names[0].startswith("namespace/")
+
+
+def test_contract_from_stdin(tmp_path):
+    result = CliRunner().invoke(
+        app, ["compile", "-f", "-", "-o", "name", "--now", NOW], input=ACME.read_text()
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "namespace/finance" in result.stdout.split()
