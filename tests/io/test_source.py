@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import io
+import os
+import threading
+
 import pytest
 
+import gpupact.source as source
 from gpupact.errors import FieldError, InputError
 from gpupact.source import iter_objects, load_documents, parse_documents
 
@@ -52,3 +57,81 @@ def test_scalar_document_is_rejected() -> None:
     (doc,) = parse_documents("42\n", "n.yaml")
     with pytest.raises(InputError, match="expected a Kubernetes object or List"):
         list(iter_objects(doc))
+
+
+# --- hostile input is bounded; list shapes as client-go writes them ----------------------------
+
+
+def test_items_of_a_typed_list_take_its_kind_and_api_version() -> None:
+    text = '{"kind": "PodList", "apiVersion": "v1", "items": [{"metadata": {"name": "a"}}]}'
+    ((path, obj),) = list(iter_objects(parse_documents(text, "pods.json")[0]))
+    assert path == ("items", 0)
+    assert (obj["kind"], obj["apiVersion"]) == ("Pod", "v1")
+
+
+def test_an_item_keeps_its_own_kind() -> None:
+    text = '{"kind": "PodList", "apiVersion": "v1", "items": [{"kind": "Node"}]}'
+    ((_, obj),) = list(iter_objects(parse_documents(text, "x.json")[0]))
+    assert obj["kind"] == "Node"
+
+
+@pytest.mark.parametrize("items", ['{"a": 1}', '"abc"', "3"])
+def test_items_that_are_not_a_list_are_an_error(items: str) -> None:
+    (doc,) = parse_documents('{\n"kind": "NodeList",\n"items": ' + items + "}", "n.json")
+    with pytest.raises(InputError, match=r"n\.json:3:\d+: items: expected a list of objects"):
+        list(iter_objects(doc))
+
+
+def test_null_items_is_an_empty_list() -> None:
+    (doc,) = parse_documents('{"kind": "PodList", "items": null}', "p.json")
+    assert list(iter_objects(doc)) == []
+
+
+def test_dash_reads_standard_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"kind: Pod\nx: [\n")))
+    with pytest.raises(InputError) as exc:
+        load_documents("-")
+    assert str(exc.value).startswith("<stdin>:")
+
+
+def test_reading_stops_at_the_size_limit(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(source, "MAX_INPUT_BYTES", 1000)
+    big = tmp_path / "big.yaml"
+    big.write_text("a: " + "x" * 2000)
+    with pytest.raises(InputError, match="larger than"):
+        load_documents(big)
+    fifo = tmp_path / "stream"
+    os.mkfifo(fifo)
+    # a stream has no size to check first: it is cut off while read (5,000 bytes fit the
+    # pipe's buffer, so the writer finishes whether or not everything is read)
+    writer = threading.Thread(target=lambda: fifo.write_text("b: " + "y" * 5000), daemon=True)
+    writer.start()
+    with pytest.raises(InputError, match="larger than"):
+        load_documents(fifo)
+    writer.join(timeout=10)
+
+
+def test_a_nul_is_located() -> None:
+    with pytest.raises(InputError, match=r"z\.yaml:2:4: a NUL character"):
+        source._read_bounded(io.BytesIO(b"a: 1\nb: \x00"), "z.yaml")
+
+
+def test_anchors_used_as_intended_still_load() -> None:
+    text = "base: &b {gpu: 1, cpu: 2}\nx: *b\ny: *b\nz: [*b, *b]\n"
+    (doc,) = parse_documents(text, "ok.yaml")
+    assert doc.data["z"][1] == {"gpu": 1, "cpu": 2}
+
+
+def test_alias_expansion_is_counted_through_nested_anchors() -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 6)]
+    with pytest.raises(InputError, match=r"bomb\.yaml:5:\d+: aliases expand to more than"):
+        parse_documents("\n".join(lines), "bomb.yaml")
+
+
+def test_depth_is_bounded_before_parsing() -> None:
+    deep = "k: " + "[" * (source.MAX_DEPTH + 1) + "]" * (source.MAX_DEPTH + 1)
+    with pytest.raises(InputError, match="nested more than"):
+        parse_documents(deep, "d.yaml")
+    fine = "k: " + "[" * 50 + "]" * 50
+    assert parse_documents(fine, "d.yaml")

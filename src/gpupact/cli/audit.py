@@ -33,8 +33,9 @@ from gpupact.ops.model import labels_by_subject
 
 
 def _subject_key(subject: str) -> str:
+    """ "Job ns/x (template 0)" -> "job ns/x", as labels_by_subject keys objects."""
     kind, _, rest = subject.partition(" ")
-    return f"{kind.lower()} {rest}"
+    return f"{kind.lower()} {rest.split(' ', 1)[0]}"
 
 
 def _render_text(report: AuditReport, wide: bool) -> None:

@@ -79,7 +79,8 @@ def print_names(subjects: list[str]) -> None:
     """`-o name`: `kind/namespace/name` per subject ("pod ns/x" -> "pod/ns/x"), each once;
     a diagnose target as it is, for `xargs -n1 gpupact diagnose`."""
     names = dict.fromkeys(
-        f"{kind.lower()}/{rest}" for kind, _, rest in (s.partition(" ") for s in subjects)
+        f"{kind.lower()}/{rest.split(' ', 1)[0]}"
+        for kind, _, rest in (s.partition(" ") for s in subjects)
     )
     if names:
         stdout.print("\n".join(names), markup=False, highlight=False)
