@@ -16,6 +16,7 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import re
 import stat
 import sys
 from collections.abc import Iterator, Sequence
@@ -122,13 +123,10 @@ def _read_bounded(stream: Any, name: str) -> str:
         try:
             part = decoder.decode(chunk)
         except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 text ({exc.reason})", file=name) from None
+            raise _not_utf8(exc, parts, name) from None
         nul = part.find("\0")
         if nul >= 0:
-            text = "".join(parts) + part
-            at = len(text) - len(part) + nul
-            line = text.count("\n", 0, at) + 1
-            column = at - text.rfind("\n", 0, at)
+            line, column = _position(parts, part[:nul])
             raise InputError(
                 "a NUL character: binary data, not YAML or JSON text",
                 file=name,
@@ -139,8 +137,31 @@ def _read_bounded(stream: Any, name: str) -> str:
     try:
         parts.append(decoder.decode(b"", final=True))
     except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason})", file=name) from None
+        raise _not_utf8(exc, parts, name) from None
     return "".join(parts)
+
+
+def _position(parts: list[str], tail: str) -> tuple[int, int]:
+    """1-based (line, column) just after `parts` followed by `tail`."""
+    lines = sum(p.count("\n") for p in parts) + tail.count("\n")
+    if "\n" in tail:
+        return lines + 1, len(tail) - tail.rfind("\n")
+    column = len(tail) + 1
+    for p in reversed(parts):  # the line began in an earlier chunk
+        if "\n" in p:
+            column += len(p) - p.rfind("\n") - 1
+            break
+        column += len(p)
+    return lines + 1, column
+
+
+def _not_utf8(exc: UnicodeDecodeError, parts: list[str], name: str) -> InputError:
+    """Located at the first byte that is not UTF-8 (what precedes it decoded fine)."""
+    before = exc.object[: exc.start].decode("utf-8", "replace")
+    line, column = _position(parts, before)
+    return InputError(
+        f"not UTF-8 text ({exc.reason}): binary data?", file=name, line=line, column=column
+    )
 
 
 def _too_large(name: str) -> InputError:
@@ -154,8 +175,9 @@ def parse_documents(text: str, file: str) -> list[Document]:
         try:
             return [Document(json.loads(text), file, text)]
         except RecursionError:
+            line, column = _too_deep_at(text)
             raise InputError(
-                "nested too deeply to read (past Python's recursion limit)", file=file
+                f"nested more than {MAX_DEPTH} levels deep", file=file, line=line, column=column
             ) from None
         except json.JSONDecodeError as exc:
             if file.endswith(".json"):
@@ -179,6 +201,32 @@ def parse_documents(text: str, file: str) -> list[Document]:
         first_line = str(exc).splitlines()[0] if str(exc) else "invalid YAML"
         raise InputError(f"malformed YAML: {first_line}", file=file) from None
     return [Document(d, file, text, index=i) for i, d in enumerate(datas) if d is not None]
+
+
+_JSON_STRUCTURE = re.compile(r'[\[\]{}"\\]')
+
+
+def _too_deep_at(text: str) -> tuple[int | None, int | None]:
+    """Where JSON nesting first passes MAX_DEPTH (strings skipped); only run on the error
+    path, after the decoder gave up."""
+    depth, in_string, skip = 0, False, -1
+    for match in _JSON_STRUCTURE.finditer(text):
+        char, at = match.group(), match.start()
+        if at == skip:  # the character after a backslash in a string
+            continue
+        if char == "\\":
+            skip = at + 1 if in_string else skip
+        elif char == '"':
+            in_string = not in_string
+        elif in_string:
+            continue
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
+        else:
+            depth -= 1
+    return None, None
 
 
 def _check_yaml_shape(text: str, file: str) -> None:

@@ -234,3 +234,21 @@ def test_broken_contract_is_bad_input_not_a_crash(tmp_path: Path, command, chang
     assert code == 2 and "Traceback" not in out + err, err
     assert lines and all(line.startswith(f"error: {path}:") for line in lines), err
     assert any(fragment in line for line in lines), err
+
+
+# --- durations longer than Kubernetes can hold ----------------------------------------------------
+
+
+def test_a_huge_duration_is_located_bad_input(tmp_path: Path) -> None:
+    path = _acme_with(tmp_path, lambda c: c["jobs"][0].update(duration="99999999999999999999d"))
+    code, out, err = run("check", path)
+    assert code == 2 and "Traceback" not in out + err, err
+    assert f"{path}:" in err and "longer than a Kubernetes duration can be" in err
+
+
+def test_a_huge_gang_threshold_is_one_line_exit_2() -> None:
+    assert_one_error(
+        *run("audit", "--snapshot", SNAPSHOT, "--gang-threshold", "99999999999999999h"),
+        "--gang-threshold",
+        "longer than a Go duration",
+    )

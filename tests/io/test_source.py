@@ -135,3 +135,17 @@ def test_depth_is_bounded_before_parsing() -> None:
         parse_documents(deep, "d.yaml")
     fine = "k: " + "[" * 50 + "]" * 50
     assert parse_documents(fine, "d.yaml")
+
+
+def test_deep_json_is_located_where_it_passes_the_limit() -> None:
+    depth = source.MAX_DEPTH
+    text = '{"s": "\\\\\\"[[[",\n "k": ' + "[" * 3000 + "]" * 3000 + "}"
+    with pytest.raises(InputError) as exc:
+        parse_documents(text, "deep.json")
+    # the brackets inside the string do not count; the object itself is level 1
+    assert str(exc.value) == f"deep.json:2:{7 + depth - 1}: nested more than {depth} levels deep"
+
+
+def test_binary_data_is_located_at_the_first_bad_byte() -> None:
+    with pytest.raises(InputError, match=r"b\.yaml:2:4: not UTF-8 text"):
+        source._read_bounded(io.BytesIO(b"a: 1\nb: \xff\xfe\n"), "b.yaml")
