@@ -121,6 +121,7 @@ FILE_COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
         str(f),
     ],
     "audit --contract": lambda f, tmp: ["audit", "--snapshot", str(SNAPSHOT), "--contract", str(f)],
+    "plan": lambda f, tmp: ["plan", str(f)],
 }
 
 
@@ -182,7 +183,7 @@ def test_hostile_messages_say_what_is_wrong(hostile_results: dict[str, tuple]) -
     expected = {
         "check|alias-bomb.yaml": "aliases expand to more than",
         "fit -f|alias-cycle.yaml": "alias inside the value it names",
-        "check|deep.json": "nested too deeply",
+        "check|deep.json": "deep.json:1:2501: nested more than 500 levels",
         "fit -f|deep-flow.yaml": "nested more than 500 levels",
         "fit --nodes|items-mapping.json": "items: expected a list of objects, got an object",
         "fit --nodes|dev-zero": "/dev/zero:1:1: a NUL character",
@@ -293,3 +294,16 @@ def test_mutated_snapshots(tmp_path: Path, file: str) -> None:
         cases.append((["diagnose", "-A", "--snapshot", str(folder)], named))
         cases.append((["audit", "--snapshot", str(folder)], named))
     _check_mutants(run_batch([args for args, _ in cases]), cases)
+
+
+def test_deep_json_inside_an_annotation_is_bad_input(tmp_path: Path) -> None:
+    folder = tmp_path / "snap"
+    shutil.copytree(ROOT / "tests/ops/fixtures/autoscaler-cold-start", folder)
+    path = folder / "karpenter.json"
+    data = json.loads(path.read_text())
+    annotations = data["items"][0]["metadata"]["annotations"]
+    annotations["gpupact.io/cold-start"] = '{"provision": ' + "[" * 5000 + "]" * 5000 + "}"
+    path.write_text(json.dumps(data))
+    (result,) = run_batch([["diagnose", "-A", "--snapshot", str(folder)]])
+    assert_bad_input(result, str(path), ["diagnose"])
+    assert f"{path}:1:" in result["stderr"] and "JSON nested too deeply" in result["stderr"]

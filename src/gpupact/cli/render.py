@@ -31,7 +31,8 @@ def dump(data: Any, fmt: str) -> str:
 def emit(data: Any, output: Output) -> None:
     """`data` as JSON or YAML on stdout, exactly as dumped (no markup, no highlighting)."""
     if output not in (Output.json, Output.yaml):
-        raise ValueError(f"emit writes json or yaml, not {output.value}")  # a command's bug
+        # a command that has no wide or name form of its own
+        raise InputError(f"-o {output.value}: this command prints text, json or yaml")
     stdout.print(dump(data, output.value), markup=False, highlight=False)
 
 

@@ -617,6 +617,8 @@ def _annotated_layout(
         raw = json.loads(text)
     except json.JSONDecodeError as err:
         raise FieldError(path, f"not JSON: {err.msg}") from None
+    except RecursionError:
+        raise FieldError(path, "JSON nested too deeply") from None
     if not isinstance(raw, list) or not all(isinstance(d, dict) for d in raw):
         raise FieldError(path, "expected a JSON list with one {profile: count} per GPU")
     names = sorted({str(n) for device in raw for n in device})

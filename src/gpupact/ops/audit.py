@@ -657,7 +657,7 @@ def _raise_records(text: str) -> list[dict[str, Any]] | None:
     a list with whole-number `gpus`."""
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(data, list):
         return None

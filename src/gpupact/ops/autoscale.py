@@ -72,6 +72,8 @@ def parse_cold_start(text: str, source: str) -> ColdStart:
             raw = json.loads(stripped)
         except json.JSONDecodeError as err:
             raise FieldError(path, f"not JSON: {err.msg}") from None
+        except RecursionError:
+            raise FieldError(path, "JSON nested too deeply") from None
         phases = []
         for name, value in raw.items():
             if name not in PHASES:

@@ -429,6 +429,16 @@ def _is_controller(kind: str, group: str) -> bool:
     return kind in CONTROLLER_KINDS and group in CONTROLLER_GROUPS
 
 
+def _check_cold_start(pool: NodePool) -> None:
+    """The cold-start annotation is read when the autoscaler is explained; checked here too,
+    so a bad one is reported with its file and line (FieldError), not later without them."""
+    from gpupact.ops.autoscale import COLD_START_ANNOTATION, parse_cold_start
+
+    text = pool.meta.annotations.get(COLD_START_ANNOTATION)
+    if text is not None:
+        parse_cold_start(text, f"NodePool {pool.meta.name} annotation")
+
+
 class SnapshotBuilder:
     """Adds raw objects one at a time (FieldError on a bad one), then `finish()` checks that
     names are unique and returns the snapshot."""
@@ -492,6 +502,7 @@ class SnapshotBuilder:
             snap.node_claims.append(claim)
         elif kind == "NodePool" and group == "karpenter.sh":
             pool = parse_node_pool(obj)
+            _check_cold_start(pool)
             self._unique(kind, pool.meta.name)
             snap.node_pools[pool.meta.name] = pool
         elif _is_controller(kind, group):
