@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -339,3 +340,18 @@ def test_contract_from_stdin(tmp_path):
     )
     assert result.exit_code == 0, result.stderr
     assert "namespace/finance" in result.stdout.split()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_a_read_only_subdirectory_of_its_own_output_leaves_no_copy(tmp_path):
+    out = tmp_path / "out"
+    write_bundle(compile_acme(), out)
+    (out / "node-patches").chmod(0o500)
+    try:
+        write_bundle(compile_acme(), out, "json")
+    finally:
+        for p in tmp_path.rglob("*"):
+            if p.is_dir():
+                p.chmod(0o700)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert (out / "40-core.json").exists()

@@ -20,6 +20,7 @@ link stays.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import json
@@ -222,9 +223,22 @@ def write_bundle(bundle: Bundle, out: Path, fmt: str = "yaml") -> list[str]:
                 os.rename(old, out)
             raise
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.rmtree(old, ignore_errors=True)
+        _remove(staging)
+        _remove(old)
     return list(files)
+
+
+def _remove(tree: Path) -> None:
+    """rmtree that also clears a directory the user made read-only (its contents were checked
+    to be gpupact's own), so no hidden copy is left behind."""
+
+    def writable_then_retry(func: Any, path: str, _exc: Any) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(path), 0o700)
+            func(path)
+
+    if tree.exists() and not tree.is_symlink():
+        shutil.rmtree(tree, onerror=writable_then_retry)
 
 
 def _remove_stale_siblings(out: Path) -> None:
