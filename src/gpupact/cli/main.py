@@ -94,6 +94,11 @@ class _Commands(TyperGroup):
             command = TyperCommand(cmd_name, short_help=COMMANDS[cmd_name][1])
         return command
 
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        # plain, as kubectl's top-level help: Typer's Rich panels import ~80 ms of modules
+        # before the first line (each command's own --help keeps them)
+        super(TyperGroup, self).format_help(ctx, formatter)
+
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         name, command, rest = super().resolve_command(ctx, args)
         if name in COMMANDS and name not in self.commands:
@@ -107,7 +112,12 @@ class _Commands(TyperGroup):
         try:
             code = super().main(*args, standalone_mode=False, **kwargs)
         except _UsageError as err:
-            if type(err).__name__ != "NoArgsIsHelpError":  # that one has shown the help
+            if type(err).__name__ == "NoArgsIsHelpError":
+                # the plain help is the message; Rich's help has printed itself already
+                text = err.format_message()  # type: ignore[attr-defined]
+                if text.strip():
+                    sys.stderr.write(text.rstrip("\n") + "\n")
+            else:
                 ctx = getattr(err, "ctx", None)
                 hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
                 print_errors([err.format_message() + hint])  # type: ignore[attr-defined]
