@@ -262,6 +262,18 @@ def test_every_listed_command_registers_under_its_name() -> None:
         assert group.commands[name].callback.__module__ == module
 
 
+def test_every_command_module_is_in_the_table() -> None:
+    """A module that registers a command but is missing from COMMANDS would never run (the
+    table is how `gpupact NAME` finds its module)."""
+    cli = SRC / "gpupact" / "cli"
+    registering = {
+        f"gpupact.cli.{path.stem}"
+        for path in cli.glob("*.py")
+        if "@app.command" in path.read_text(encoding="utf-8")
+    }
+    assert registering == {module for module, _ in COMMANDS.values()}
+
+
 def test_the_kubectl_plugin_entry_point_says_kubectl_gpupact() -> None:
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["kubectl-gpupact"] == scripts["gpupact"] == "gpupact.cli.main:main"
