@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -269,7 +270,7 @@ def test_every_command_module_is_in_the_table() -> None:
     registering = {
         f"gpupact.cli.{path.stem}"
         for path in cli.glob("*.py")
-        if "@app.command" in path.read_text(encoding="utf-8")
+        if re.search(r"^@app\.command", path.read_text(encoding="utf-8"), re.MULTILINE)
     }
     assert registering == {module for module, _ in COMMANDS.values()}
 
