@@ -394,3 +394,9 @@ def test_the_kubeconfig_is_never_written(tmp_path: Path, monkeypatch: pytest.Mon
         live.load_live("fake", str(config))
     assert calls and all(c.get("persist_config") is False for c in calls)
     assert config.read_bytes() == before
+
+
+def test_a_kubeconfig_that_never_ends_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBECONFIG", "/dev/zero")
+    code, _, err = run("diagnose", "-A")
+    assert code == 2 and "/dev/zero: not a regular file" in err, err

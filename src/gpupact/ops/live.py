@@ -96,6 +96,7 @@ def _client(context: str | None, kubeconfig: str | None) -> Any:
     if kubeconfig is not None and not Path(kubeconfig).is_file():
         raise InputError("no such file", file=kubeconfig)
     files = kubeconfig or os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG
+    _check_kubeconfig_files(files)
     settings = k8s.Configuration()
     try:
         if kubeconfig is None and context is None and not _any_exists(files):
@@ -125,6 +126,23 @@ def _client(context: str | None, kubeconfig: str | None) -> Any:
     # otherwise hold each page for several read timeouts)
     settings.retries = Retry(total=1, read=0, redirect=0, status=0)
     return k8s.ApiClient(configuration=settings)
+
+
+MAX_KUBECONFIG_BYTES = 16 << 20
+
+
+def _check_kubeconfig_files(files: str) -> None:
+    """The client reads a kubeconfig whole, with no limit: `/dev/zero` or a FIFO would hang it."""
+    for name in (f for f in files.split(os.pathsep) if f):
+        path = Path(name).expanduser()
+        if not path.exists():
+            continue
+        if not path.is_file():
+            raise InputError("not a regular file, expected a kubeconfig", file=name)
+        if path.stat().st_size > MAX_KUBECONFIG_BYTES:
+            raise InputError(
+                f"larger than {MAX_KUBECONFIG_BYTES >> 20} MiB: not a kubeconfig", file=name
+            )
 
 
 def _any_exists(files: str) -> bool:
