@@ -7,6 +7,8 @@ import os
 import threading
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import gpupact.source as source
 from gpupact.errors import FieldError, InputError
@@ -149,3 +151,22 @@ def test_deep_json_is_located_where_it_passes_the_limit() -> None:
 def test_binary_data_is_located_at_the_first_bad_byte() -> None:
     with pytest.raises(InputError, match=r"b\.yaml:2:4: not UTF-8 text"):
         source._read_bounded(io.BytesIO(b"a: 1\nb: \xff\xfe\n"), "b.yaml")
+
+
+# --- any text: a document or one InputError, nothing else ------------------------------------
+
+_YAMLISH = st.text(
+    alphabet=st.sampled_from(list("{}[],:&*!-|>'\"#%@`?\\ \n\tabkx01.~") + ["\x00", "\x1b", "é"]),
+    max_size=200,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(_YAMLISH, st.text(max_size=200)))
+def test_any_text_reads_or_is_one_input_error(text: str) -> None:
+    try:
+        docs = parse_documents(text, "fuzz.yaml")
+        for doc in docs:
+            list(iter_objects(doc))
+    except InputError as err:
+        assert str(err).startswith("fuzz.yaml")
