@@ -156,7 +156,7 @@ def test_binary_data_is_located_at_the_first_bad_byte() -> None:
 # --- any text: a document or one InputError, nothing else ------------------------------------
 
 _YAMLISH = st.text(
-    alphabet=st.sampled_from(list("{}[],:&*!-|>'\"#%@`?\\ \n\tabkx01.~") + ["\x00", "\x1b", "é"]),
+    alphabet=st.sampled_from([*"{}[],:&*!-|>'\"#%@`?\\ \n\tabkx01.~", "\x00", "\x1b", "é"]),
     max_size=200,
 )
 
