@@ -13,6 +13,7 @@ did not write.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 
 import typer
