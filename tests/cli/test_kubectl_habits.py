@@ -289,3 +289,9 @@ def test_license_is_apache_2() -> None:
     assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"] == {
         "text": "Apache-2.0"
     }
+
+
+def test_escape_characters_in_error_lines_are_shown_not_sent(tmp_path: Path) -> None:
+    code, _, err = run("check", tmp_path / "\x1b[2Jgone.yaml")
+    assert code == 2 and "\x1b" not in err
+    assert "\\x1b[2Jgone.yaml: no such file" in err
