@@ -5,9 +5,11 @@ Exit codes follow kubectl habits: 0 ok, 1 findings (e.g. the pod fits nowhere), 
 Adding a command — `gpupact --version` and `--help` import no command module (numpy, pydantic,
 the engine stay unloaded), so a command's module is imported only when that command runs:
   1. write src/gpupact/cli/NAME.py with `@app.command("NAME")` on the `app` of this module
-     (import what it needs at its top as usual; keep it out of this module);
+     (import what it needs at its top as usual; never import it from this module);
   2. append one line to COMMANDS below: the name, the module, and the one-line help that
-     `gpupact --help` lists (the module's docstring is the full `gpupact NAME --help`).
+     `gpupact --help` lists (the command function's docstring stays its full `--help`).
+A module missing from COMMANDS never runs; tests/cli/test_kubectl_habits.py checks the table
+against every `@app.command` in this package.
 """
 
 from __future__ import annotations
