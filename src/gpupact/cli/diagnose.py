@@ -76,8 +76,8 @@ def print_finding(finding: Finding, indent: str = "  ") -> None:
 
 
 def print_names(subjects: list[str]) -> None:
-    """`-o name`: `kind/namespace/name` per subject ("pod ns/x" -> "pod/ns/x"), each once;
-    a diagnose target as it is, for `xargs -n1 gpupact diagnose`."""
+    """`-o name`: `kind/namespace/name` per subject ("pod ns/x" -> "pod/ns/x"), each once; a
+    pod, podgroup or workload name is a diagnose target as it is (`xargs -n1 gpupact diagnose`)."""
     names = dict.fromkeys(
         f"{kind.lower()}/{rest.split(' ', 1)[0]}"
         for kind, _, rest in (s.partition(" ") for s in subjects)
