@@ -36,7 +36,9 @@ ALLOWED: dict[str, set[str]] = {
     "compile": {"contract", "kube"} | FOUNDATION,
     # ops reads the contract (classes, pools, models) and the keys compile writes (contract.keys)
     "ops": {"engine", "cluster", "contract", "kube"} | FOUNDATION,
-    "ledger": {"cluster", "kube"} | FOUNDATION,
+    # ledger reads pods with the keys compile writes (contract.keys) and API-server times with
+    # the engine's one RFC 3339 reader (engine.preemption.importance)
+    "ledger": {"cluster", "kube", "contract", "engine"} | FOUNDATION,
 }
 EVERYTHING = {"serve", "cli", "__init__", "__main__"}  # the edges, the package root
 
