@@ -35,7 +35,8 @@ ALLOWED: dict[str, set[str]] = {
     "plan": {"contract", "kube"} | FOUNDATION,
     "compile": {"contract", "kube"} | FOUNDATION,
     # ops reads the contract (classes, pools, models) and the keys compile writes (contract.keys)
-    "ops": {"engine", "cluster", "contract", "kube"} | FOUNDATION,
+    # ops.review reads the ledger's GPU-hours and waits for the monthly review
+    "ops": {"engine", "cluster", "contract", "kube", "ledger"} | FOUNDATION,
     # ledger reads pods with the keys compile writes (contract.keys) and API-server times with
     # the engine's one RFC 3339 reader (engine.preemption.importance)
     "ledger": {"cluster", "kube", "contract", "engine"} | FOUNDATION,
