@@ -150,3 +150,33 @@ def test_database_url_forms() -> None:
     assert database_url("l.db") == "sqlite:///l.db"
     assert database_url("postgresql://u@h/d") == "postgresql+psycopg://u@h/d"
     assert database_url("sqlite:////tmp/x.db") == "sqlite:////tmp/x.db"
+
+
+def test_gpu_hours_summed_by_the_database_match_the_python_count(ledger: Ledger) -> None:
+    from gpupact.ledger import allocated, month_window
+
+    nov = month_window("2026-11")
+    items = [*from_records([record(i, end=None if i % 3 == 0 else 7200.0) for i in range(30)])]
+    items.append(
+        Interval(
+            "early",
+            "twin",
+            "early",
+            "ns",
+            3.0,
+            nov.start - 7200,
+            nov.start + 3600,
+            tenant="ads",
+            model="m",
+        )
+    )
+    ledger.ingest(items)
+    now = T0 + 5 * 3600
+    in_db = ledger.gpu_hours(("tenant", "model"), nov.start, nov.end, now)
+    in_python = {
+        (u.group["tenant"], u.group["model"]): u.gpu_hours
+        for u in allocated(items, nov, now, ("tenant", "model"))
+    }
+    assert in_db.keys() == in_python.keys()
+    for key, hours in in_python.items():
+        assert in_db[key] == pytest.approx(hours)

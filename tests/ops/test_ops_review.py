@@ -19,7 +19,9 @@ def run(name: str, gpus: float, hours: float, **kw) -> Interval:
     kw.setdefault("owner", "ops@acme.example")
     kw.setdefault("cost_centre", "CC-1")
     ns = kw.pop("namespace", "search")
-    return Interval(f"k:{name}", "kubernetes", name, ns, gpus, NOV.start, NOV.start + hours * H, **kw)
+    return Interval(
+        f"k:{name}", "kubernetes", name, ns, gpus, NOV.start, NOV.start + hours * H, **kw
+    )
 
 
 def codes(report) -> dict[str, list[str]]:
@@ -73,7 +75,10 @@ def test_long_pending_evaluation_jobs_use_the_class_promise() -> None:
         Wait("w4", "kubernetes", "batch", 0.5 * H, False, "eval-quick", "research"),
     ]
     report = review([], waits, NOV, END)
-    assert codes(report)["long-pending-evaluation"] == ["job hpc1/eval-mmlu", "job research/eval-gsm8k"]
+    assert codes(report)["long-pending-evaluation"] == [
+        "job hpc1/eval-mmlu",
+        "job research/eval-gsm8k",
+    ]
     contract = load_contract(ACME).contract  # batch promises 8h
     promised = review([], waits, NOV, END, contract=contract)
     (finding,) = [f for f in promised.findings if f.code == "long-pending-evaluation"]

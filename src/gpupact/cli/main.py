@@ -64,6 +64,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("gpupact.cli.plan", "Capacity: memory, KV cache, latency, replicas, pre-warm."),
     "simulate": ("gpupact.cli.simulate", "Run the twin forward in time; report the peak."),
     "sweep": ("gpupact.cli.sweep", "Policies x seeds x scenarios of the twin, in parallel."),
+    "ledger": ("gpupact.cli.ledger", "GPU-hour ledger: ingest usage, report, FOCUS export."),
+    "review": ("gpupact.cli.review", "The monthly review: owners, raises, waits, retries."),
+    "serve": ("gpupact.cli.serve", "Gateway API and /metrics over the twin or a cluster."),
 }
 
 

@@ -1,0 +1,90 @@
+"""`gpupact serve`: the gateway API over the twin (embedded default) or a live cluster.
+
+gpupact serve examples/promo-peak --tokens tokens.yaml            # twin, 60x clock
+gpupact serve --context prod --tokens tokens.yaml --contract contract.yaml
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+from gpupact.cli.diagnose import optional_contract
+from gpupact.cli.ledger import DB_HELP, DEFAULT_DB
+from gpupact.cli.main import app, stderr, user_errors
+from gpupact.errors import InputError
+from gpupact.ops.autoscale import parse_duration
+
+
+@app.command("serve")
+@user_errors
+def serve_command(
+    scenario: Path | None = typer.Argument(None, help="Twin scenario directory."),
+    tokens: Path = typer.Option(..., "--tokens", help="Bearer tokens per tenant (YAML)."),
+    contract: Path | None = typer.Option(None, "--contract", help="Quotas, models, contexts."),
+    context: str | None = typer.Option(None, "--context", help="Live cluster: context."),
+    kubeconfig: Path | None = typer.Option(None, "--kubeconfig", help="Live cluster: file."),
+    db: str = typer.Option(DEFAULT_DB, "--db", help=DB_HELP),
+    host: str = typer.Option("127.0.0.1", "--host", help="Listen address."),
+    port: int = typer.Option(8080, "--port", min=1, max=65535, help="Listen port."),
+    scale: float = typer.Option(60.0, "--scale", help="Twin: simulated seconds per second."),
+    seed: int = typer.Option(0, "--seed", help="Twin: random seed."),
+    refresh: str = typer.Option("1s", "--refresh", help="How often the snapshot is renewed."),
+    queue_limit: float = typer.Option(5, "--queue-limit", help="Saturated above this queue."),
+    kv_limit: float = typer.Option(0.8, "--kv-limit", help="Saturated above this KV use."),
+) -> None:
+    """Serve /v1/backends, /v1/decisions, /v1/profiles, budgets and /metrics."""
+    try:
+        import uvicorn
+
+        from gpupact.serve import (
+            LiveSource,
+            ServeState,
+            TwinSource,
+            create_app,
+            live_lister,
+            load_tokens,
+            open_twin,
+        )
+    except ImportError as err:
+        raise InputError(
+            f"serving needs the `serve` extra: pip install 'gpupact[serve]' ({err})"
+        ) from None
+    from gpupact.ledger import Ledger
+
+    live = context is not None or kubeconfig is not None
+    if live == (scenario is not None):
+        raise InputError("give a twin scenario directory or --context/--kubeconfig, not both")
+    try:
+        every = parse_duration(refresh)
+    except ValueError as err:
+        raise InputError(f"--refresh: {err}") from None
+    terms = optional_contract(contract)
+    principals = load_tokens(tokens)
+    if live:
+        cold = {}
+        if terms is not None:
+            cold = {s.name: s.cold_start.total_seconds() for s in terms.services if s.cold_start}
+        source = LiveSource(live_lister(context, str(kubeconfig) if kubeconfig else None), cold)
+    else:
+        assert scenario is not None
+        source = TwinSource(open_twin(scenario, seed), scale=scale, name=str(scenario))
+    ledger = Ledger.open(db)
+    state = ServeState(
+        source,
+        principals,
+        ledger,
+        time.time,  # the edge reads the wall clock; the twin maps it to simulated time
+        contract=terms,
+        refresh_seconds=max(0.1, float(every)),
+        queue_limit=queue_limit,
+        kv_limit=kv_limit,
+    )
+    state.refresh()  # bad input (a broken scenario, an unreachable cluster) fails here, exit 2
+    stderr.print(f"serving on http://{host}:{port} (docs at /docs)", highlight=False)
+    try:
+        uvicorn.run(create_app(state), host=host, port=port, log_level="warning")
+    finally:
+        ledger.close()

@@ -1,0 +1,134 @@
+"""Bearer tokens per tenant, from a YAML (or JSON) file:
+
+    tenants:
+      - name: finance
+        token: 9c1f...            # or tokenSha256: <hex digest of the token>
+        gpuHourBudget: 2000       # optional: GPU-hours per calendar month
+    admins:
+      - name: platform-sre
+        tokenSha256: 4be2...
+
+A tenant's token reads and decides for that tenant only; an admin token for every tenant.
+Tokens are compared by their SHA-256 digest, so the file may hold digests instead of tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpupact.errors import FieldError, InputError
+from gpupact.source import load_documents
+
+MIN_TOKEN_LENGTH = 16
+
+
+@dataclass(frozen=True)
+class Principal:
+    name: str
+    tenant: str | None  # None: an admin
+    budget: float | None = None
+
+    @property
+    def admin(self) -> bool:
+        return self.tenant is None
+
+    def may_see(self, tenant: str | None) -> bool:
+        return self.admin or (tenant is not None and tenant == self.tenant)
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class Tokens:
+    def __init__(self, principals: Mapping[str, Principal]) -> None:
+        self._by_digest = dict(principals)
+
+    def lookup(self, token: str) -> Principal | None:
+        wanted = digest(token)
+        for known, principal in self._by_digest.items():
+            if hmac.compare_digest(known, wanted):  # no timing hint of a near match
+                return principal
+        return None
+
+    @property
+    def budgets(self) -> dict[str, float]:
+        return {
+            p.tenant: p.budget
+            for p in self._by_digest.values()
+            if p.tenant is not None and p.budget is not None
+        }
+
+    @property
+    def tenants(self) -> list[str]:
+        return sorted({p.tenant for p in self._by_digest.values() if p.tenant})
+
+
+def _entry(item: Any, path: tuple[str | int, ...]) -> tuple[str, str]:
+    if not isinstance(item, dict):
+        raise FieldError(path, "expected a mapping with name and token (or tokenSha256)")
+    name = item.get("name")
+    if not isinstance(name, str) or not name:
+        raise FieldError((*path, "name"), "expected a non-empty string")
+    token, hashed = item.get("token"), item.get("tokenSha256")
+    if (token is None) == (hashed is None):
+        raise FieldError(path, "give exactly one of token and tokenSha256")
+    if token is not None:
+        if not isinstance(token, str) or len(token) < MIN_TOKEN_LENGTH:
+            raise FieldError((*path, "token"), f"expected at least {MIN_TOKEN_LENGTH} characters")
+        return name, digest(token)
+    if (
+        not isinstance(hashed, str)
+        or len(hashed) != 64
+        or not all(c in "0123456789abcdef" for c in hashed.lower())
+    ):
+        raise FieldError((*path, "tokenSha256"), "expected 64 hex digits")
+    return name, hashed.lower()
+
+
+def parse_tokens(data: Any) -> Tokens:
+    if not isinstance(data, dict):
+        raise FieldError((), "expected a mapping with `tenants` and `admins`")
+    unknown = set(data) - {"tenants", "admins"}
+    if unknown:
+        raise FieldError((sorted(unknown)[0],), "unknown field (expected tenants, admins)")
+    principals: dict[str, Principal] = {}
+    for section in ("tenants", "admins"):
+        items = data.get(section) or []
+        if not isinstance(items, list):
+            raise FieldError((section,), "expected a list")
+        for index, item in enumerate(items):
+            path = (section, index)
+            name, key = _entry(item, path)
+            budget = item.get("gpuHourBudget")
+            if section == "admins" and budget is not None:
+                raise FieldError((*path, "gpuHourBudget"), "budgets belong to tenants")
+            if budget is not None and (
+                isinstance(budget, bool) or not isinstance(budget, int | float) or budget < 0
+            ):
+                raise FieldError(
+                    (*path, "gpuHourBudget"), f"expected a number >= 0, got {budget!r}"
+                )
+            if key in principals:
+                raise FieldError(path, "this token is already given to another entry")
+            tenant = name if section == "tenants" else None
+            principals[key] = Principal(name, tenant, None if budget is None else float(budget))
+    if not principals:
+        raise FieldError((), "no tenants and no admins: nobody could call the API")
+    return Tokens(principals)
+
+
+def load_tokens(path: str | Path) -> Tokens:
+    docs = load_documents(path)
+    if len(docs) != 1:
+        raise InputError(f"expected one document, found {len(docs)}", file=str(path))
+    doc = docs[0]
+    try:
+        return parse_tokens(doc.data)
+    except FieldError as err:
+        raise doc.error(err, ()) from None

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+from fake_twin import FakeSimulation
+
+from gpupact.ledger import Ledger
+from gpupact.serve import ServeState, TwinSource, create_app, parse_tokens
+
+TOKENS = {
+    "search": "search-token-0123456789",
+    "ads": "ads-token-0123456789abc",
+    "admin": "admin-token-0123456789",
+}
+
+
+class Clock:
+    def __init__(self, t: float = 1_000_000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def tokens(budget_search: float | None = None):
+    search = {"name": "search", "token": TOKENS["search"]}
+    if budget_search is not None:
+        search["gpuHourBudget"] = budget_search
+    return parse_tokens(
+        {
+            "tenants": [search, {"name": "ads", "token": TOKENS["ads"]}],
+            "admins": [{"name": "sre", "token": TOKENS["admin"]}],
+        }
+    )
+
+
+def auth(who: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {TOKENS[who]}"}
+
+
+@pytest.fixture
+def make_state(tmp_path) -> Iterator[Callable[..., ServeState]]:
+    opened: list[Ledger] = []
+
+    def make(
+        sim: FakeSimulation | None = None,
+        *,
+        budget: float | None = None,
+        contract=None,
+        scale: float = 60.0,
+    ) -> ServeState:
+        ledger = Ledger.open(str(tmp_path / f"ledger-{len(opened)}.db"))
+        opened.append(ledger)
+        state = ServeState(
+            TwinSource(sim or FakeSimulation(), scale=scale),
+            tokens(budget),
+            ledger,
+            Clock(),
+            contract=contract,
+            refresh_seconds=None,
+        )
+        state.refresh()
+        return state
+
+    yield make
+    for ledger in opened:
+        ledger.close()
+
+
+@pytest.fixture
+def client(make_state):
+    from fastapi.testclient import TestClient
+
+    state = make_state()
+    with TestClient(create_app(state)) as c:
+        c.state = state  # type: ignore[attr-defined]
+        yield c
