@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from fake_twin import FakeSimulation
 from fastapi.testclient import TestClient
+from serve_helpers import TOKENS, auth
 
-from conftest import TOKENS, auth
 from gpupact.serve import create_app
 
 DECIDE = {"tenant": "search", "model": "qwen-72b", "contextTokens": 2000}

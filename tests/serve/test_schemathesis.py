@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import schemathesis
-from conftest import Clock, auth, tokens
 from fake_twin import FakeSimulation
 from hypothesis import HealthCheck, settings
+from serve_helpers import Clock, auth, tokens
 
 from gpupact.ledger import Ledger
 from gpupact.serve import ServeState, TwinSource, create_app
