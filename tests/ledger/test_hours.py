@@ -170,3 +170,34 @@ def test_focus_csv_columns_and_quantities() -> None:
     assert first["ResourceId"] == "a" and first["x_Tenant"] == "search"
     assert json.loads(first["Tags"]) == {"cost-centre": "cc-1", "owner": "o", "tenant": "search"}
     assert float(rows[1]["BilledCost"]) == 0.0  # no price for l4
+
+
+def test_the_fast_record_path_reads_what_the_checked_path_reads() -> None:
+    from gpupact.ledger.records import _checked_interval, interval_from_record
+
+    full = {
+        "pod": "p",
+        "namespace": "n",
+        "gpus": 2,
+        "start": 10,
+        "end": 20.5,
+        "restarts": 3,
+        "created": 5,
+        "tenant": "t",
+        "service": "",
+        "job": None,
+        "model": "m",
+        "workloadClass": "batch",
+        "owner": "o",
+        "costCenter": "cc",
+        "pool": "gpu-batch",
+        "gpuModel": "h100",
+        "key": "k-1",
+    }
+    minimal = {"pod": "p", "namespace": "n", "gpus": 0.25, "start": 10.0}
+    for record in (full, minimal, {**minimal, "restarts": None}):
+        assert interval_from_record(record, "x") == _checked_interval(record, "x")
+    assert interval_from_record(full).service is None  # "" reads as absent on both paths
+    for bad in ({**minimal, "gpus": True}, {**minimal, "start": "10"}, {**minimal, "pod": ""}):
+        with pytest.raises(InputError):
+            list(from_records([bad]))

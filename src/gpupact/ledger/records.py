@@ -108,8 +108,54 @@ def _number(value: Any, path: tuple[str, ...], *, optional: bool = False) -> flo
     return float(value)
 
 
+_OPTIONAL = tuple(name for name in RECORD_FIELDS if name not in ("pod", "namespace"))
+_NUMBER_TYPES = (int, float)  # exact types: a bool is no number here
+_finite = math.isfinite
+
+
 def interval_from_record(record: Mapping[str, Any], source: str = "twin") -> Interval:
-    """One record (the twin's `usage_records()` shape) as an Interval (FieldError if wrong)."""
+    """One record (the twin's `usage_records()` shape) as an Interval (FieldError if wrong).
+
+    A well-formed record takes the fast path (one pass of exact type checks, the shape a
+    simulation or a store emits); anything else is read field by field for the error."""
+    get = getattr(record, "get", None)
+    if get is not None:
+        pod, namespace, gpus, start = get("pod"), get("namespace"), get("gpus"), get("start")
+        end, created, restarts, key = get("end"), get("created"), get("restarts", 0), get("key")
+        optional = [get(name) for name in _OPTIONAL]
+        if (
+            type(pod) is str
+            and pod
+            and type(namespace) is str
+            and namespace
+            and type(gpus) in _NUMBER_TYPES
+            and type(start) in _NUMBER_TYPES
+            and _finite(gpus)
+            and gpus >= 0
+            and _finite(start)
+            and (end is None or (type(end) in _NUMBER_TYPES and _finite(end) and end >= start))
+            and (created is None or (type(created) in _NUMBER_TYPES and _finite(created)))
+            and (restarts is None or (type(restarts) is int and restarts >= 0))
+            and (key is None or (type(key) is str and key))
+            and all(v is None or type(v) is str for v in optional)
+        ):
+            start = float(start)
+            return Interval(
+                key or f"{source}:{namespace}/{pod}@{start!r}",
+                source,
+                pod,
+                namespace,
+                float(gpus),
+                start,
+                None if end is None else float(end),
+                *[v or None for v in optional],
+                restarts or 0,
+                None if created is None else float(created),
+            )
+    return _checked_interval(record, source)
+
+
+def _checked_interval(record: Mapping[str, Any], source: str) -> Interval:
     if not isinstance(record, Mapping):
         raise FieldError((), f"expected a mapping, got {type(record).__name__}")
     for name in _REQUIRED:

@@ -149,6 +149,7 @@ def _on_sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
     cursor = dbapi_conn.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")  # readers (the API) do not block the writer
     cursor.execute("PRAGMA synchronous=NORMAL")  # durable at checkpoints, consistent always
+    cursor.execute("PRAGMA cache_size=-65536")  # 64 MiB of pages: a large ingest stays in cache
     cursor.close()
 
 
@@ -171,18 +172,40 @@ _INTERVAL_FIELDS = tuple(f.name for f in fields(Interval))
 _interval_values = attrgetter(*_INTERVAL_FIELDS)
 
 
+def _mark(conn: Connection) -> str:
+    mark = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(conn.dialect.paramstyle)
+    if mark is None:
+        raise NotImplementedError(f"parameter style {conn.dialect.paramstyle}")
+    return mark
+
+
 def _insert_sql(conn: Connection, table: sa.Table, columns: Sequence[str]) -> str:
     """A plain INSERT in the driver's own parameter style: rows go to the DB-API's
     executemany as tuples (SQLAlchemy's per-row parameter processing would cost more than
     SQLite's insert itself)."""
     quote = conn.dialect.identifier_preparer.quote
-    mark = {"qmark": "?", "format": "%s", "pyformat": "%s", "numeric": None}.get(
-        conn.dialect.paramstyle
-    )
-    if mark is None:
-        raise NotImplementedError(f"parameter style {conn.dialect.paramstyle}")
     names = ", ".join(quote(c) for c in columns)
-    return f"INSERT INTO {quote(table.name)} ({names}) VALUES ({', '.join([mark] * len(columns))})"
+    marks = ", ".join([_mark(conn)] * len(columns))
+    return f"INSERT INTO {quote(table.name)} ({names}) VALUES ({marks})"
+
+
+def _stored_ends(conn: Connection, keys: Sequence[str]) -> dict[str, tuple[float | None, int]]:
+    """(end, restarts) of the stored intervals among `keys`, by plain driver SQL: an
+    `IN (...)` of hundreds of keys compiled by SQLAlchemy per chunk costs more than the
+    lookup itself."""
+    out: dict[str, tuple[float | None, int]] = {}
+    quote = conn.dialect.identifier_preparer.quote
+    head = (
+        f"SELECT {quote('key')}, end_time, restarts FROM {quote(intervals.name)} "
+        f"WHERE {quote('key')} IN "
+    )
+    mark = _mark(conn)
+    for start in range(0, len(keys), _KEYS_PER_LOOKUP):
+        part = tuple(keys[start : start + _KEYS_PER_LOOKUP])
+        sql = head + "(" + ", ".join([mark] * len(part)) + ")"
+        for key, end, restarts in conn.exec_driver_sql(sql, part):
+            out[key] = (end, restarts)
+    return out
 
 
 def _interval(row: Any) -> Interval:
@@ -455,17 +478,17 @@ def _upsert_intervals(conn: Connection, chunk: list[Interval]) -> IngestResult:
     for interval in chunk:
         prior = latest.get(interval.key)
         latest[interval.key] = interval if prior is None else prior.merged(interval)
-    cols = (intervals.c.key, intervals.c.end_time, intervals.c.restarts)
-    stored = _lookup(conn, intervals, list(latest), cols)
+    stored = _stored_ends(conn, list(latest))
     new, changed = [], []
     for key, interval in latest.items():
         row = stored.get(key)
         if row is None:
             new.append(_interval_values(interval))
             continue
-        end = row["end_time"] if row["end_time"] is not None else interval.end
-        restarts = max(row["restarts"], interval.restarts)
-        if end != row["end_time"] or restarts != row["restarts"]:
+        stored_end, stored_restarts = row
+        end = stored_end if stored_end is not None else interval.end
+        restarts = max(stored_restarts, interval.restarts)
+        if end != stored_end or restarts != stored_restarts:
             changed.append({"k": key, "end_time": end, "restarts": restarts})
     if new:
         columns = [_INTERVAL_COLUMNS.get(name, name) for name in _INTERVAL_FIELDS]
