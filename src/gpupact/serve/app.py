@@ -166,6 +166,9 @@ def _iso(seconds: float) -> str:
 
 def create_app(state: ServeState) -> FastAPI:
     bearer = HTTPBearer(auto_error=False)
+    # Endpoints that only read the in-memory snapshot are `async`: run on the event loop,
+    # not handed to the thread pool (two thread hops a request would cost more than the
+    # decision). Those touching the ledger's database stay plain functions (thread pool).
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -191,7 +194,7 @@ def create_app(state: ServeState) -> FastAPI:
     )
     app.state.serve = state
 
-    def principal(
+    async def principal(
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     ) -> Principal:
         if credentials is None or credentials.scheme.lower() != "bearer":
@@ -210,7 +213,7 @@ def create_app(state: ServeState) -> FastAPI:
         return snap
 
     def known_query(*names: str) -> Any:
-        def check(request: Request) -> None:
+        async def check(request: Request) -> None:
             unknown = sorted(set(request.query_params) - set(names))
             if unknown:
                 raise ApiError(422, f"unknown query parameter {unknown[0]!r}")
@@ -251,12 +254,12 @@ def create_app(state: ServeState) -> FastAPI:
         return JSONResponse({"error": str(err.detail)}, err.status_code, headers=headers)
 
     @app.get("/healthz", responses={503: ERRORS[503]})
-    def healthz() -> dict[str, str]:
+    async def healthz() -> dict[str, str]:
         snap = snapshot()
         return {"status": "ok", "at": _iso(snap.at)}
 
     @app.get("/v1/backends", response_model=BackendsOut, responses=ERRORS)
-    def backends(who: Caller) -> dict[str, Any]:
+    async def backends(who: Caller) -> dict[str, Any]:
         """Per model backend: replicas desired / ready / Pending (and why), queue length and
         KV-cache use when known, health, expected seconds until new capacity (cold start).
         A tenant sees its own backends and shared ones (no tenant)."""
@@ -265,7 +268,7 @@ def create_app(state: ServeState) -> FastAPI:
         return {"at": _iso(snap.at), "backends": shown}
 
     @app.post("/v1/decisions", response_model=DecisionOut, responses=ERRORS)
-    def decisions(body: DecisionIn, who: Caller, response: Response) -> dict[str, Any]:
+    async def decisions(body: DecisionIn, who: Caller, response: Response) -> dict[str, Any]:
         """Admit, queue (retry after), degrade (to a named smaller model), reject (reason) or
         reroute one request, from the tenant's budget and quota, backend saturation and the
         model's context limit."""
@@ -295,7 +298,7 @@ def create_app(state: ServeState) -> FastAPI:
         responses=ERRORS,
         dependencies=[known_query("tenant", "limit")],
     )
-    def recent_decisions(
+    async def recent_decisions(
         who: Caller,
         tenant: Annotated[str | None, Query(max_length=253)] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
@@ -312,7 +315,7 @@ def create_app(state: ServeState) -> FastAPI:
         return {"decisions": picked}
 
     @app.get("/v1/tenants/{tenant}/budget", response_model=BudgetOut, responses=ERRORS)
-    def budget(tenant: Annotated[str, Field(max_length=253)], who: Caller) -> dict[str, Any]:
+    async def budget(tenant: Annotated[str, Field(max_length=253)], who: Caller) -> dict[str, Any]:
         """The tenant's GPU-hour budget for the current month, what is used, GPUs held now."""
         allowed(who, tenant)
         snap = snapshot()
@@ -354,7 +357,7 @@ def create_app(state: ServeState) -> FastAPI:
         return {"profiles": state.ledger.profiles(tenant=who.tenant, model=model)}
 
     @app.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}})
-    def metrics() -> Response:
+    async def metrics() -> Response:
         """Prometheus text format (no token: scraped on the cluster network)."""
         return Response(generate_latest(state.registry), media_type=CONTENT_TYPE_LATEST)
 
