@@ -30,12 +30,14 @@ def serve_command(
     host: str = typer.Option("127.0.0.1", "--host", help="Listen address."),
     port: int = typer.Option(8080, "--port", min=1, max=65535, help="Listen port."),
     scale: float = typer.Option(60.0, "--scale", help="Twin: simulated seconds per second."),
-    seed: int = typer.Option(0, "--seed", help="Twin: random seed."),
+    seed: int | None = typer.Option(None, "--seed", help="Twin: override the scenario's seed."),
+    variant: str | None = typer.Option(None, "--variant", help="Twin: which variant directory."),
     refresh: str = typer.Option("1s", "--refresh", help="How often the snapshot is renewed."),
     queue_limit: float = typer.Option(5, "--queue-limit", help="Saturated above this queue."),
     kv_limit: float = typer.Option(0.8, "--kv-limit", help="Saturated above this KV use."),
 ) -> None:
-    """Serve /v1/backends, /v1/decisions, /v1/profiles, budgets and /metrics."""
+    """Serve /v1/backends, /v1/decisions, /v1/profiles, budgets and /metrics, over the twin
+    (a scenario directory, run on a scaled clock) or a live cluster."""
     try:
         import uvicorn
 
@@ -70,7 +72,9 @@ def serve_command(
         source = LiveSource(live_lister(context, str(kubeconfig) if kubeconfig else None), cold)
     else:
         assert scenario is not None
-        source = TwinSource(open_twin(scenario, seed), scale=scale, name=str(scenario))
+        sim, scenario_contract = open_twin(scenario, seed, variant)
+        terms = terms or scenario_contract  # the scenario's own contract unless one is given
+        source = TwinSource(sim, scale=scale, name=str(scenario))
     ledger = Ledger.open(db)
     state = ServeState(
         source,

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from gpupact.contract import Contract
 from gpupact.errors import InputError
 from gpupact.ledger import from_records, observe, waits_from_pending_durations
 from gpupact.serve.snapshot import Backend, Snapshot, backends_from
@@ -74,7 +75,10 @@ class TwinSource:
         if target > self.sim.now:
             self.sim.run_until(target)
         at = self.sim.start.timestamp() + self.sim.now
-        backends = backends_from(self.sim.backends(), self.name)
+        # a service without a model (a plain GPU service) is no backend the gateway routes to
+        backends = backends_from(
+            (b for b in self.sim.backends() if b.get("model") is not None), self.name
+        )
         gang, quota = _blocked(backends)
         return Snapshot.build(
             at,
@@ -86,17 +90,25 @@ class TwinSource:
         )
 
 
-def open_twin(scenario: str | Path, seed: int = 0) -> Simulator:
-    """The twin's Simulation of a scenario directory (InputError on bad input)."""
-    try:
-        from gpupact.twin.scenario import load_scenario  # type: ignore[import-not-found]
-        from gpupact.twin.simulation import Simulation  # type: ignore[import-not-found]
-    except ImportError:
-        raise InputError(
-            "this gpupact has no twin simulation yet (gpupact.twin.simulation): "
-            "use --kubeconfig/--context to serve a live cluster"
-        ) from None
-    return Simulation(load_scenario(scenario), seed=seed)  # type: ignore[no-any-return]
+def open_twin(
+    scenario: str | Path, seed: int | None = None, variant: str | None = None
+) -> tuple[Simulator, Contract]:
+    """The twin's Simulation of a scenario directory (or of one variant of a directory of
+    variants: `variant`, else the first by name) and the scenario's contract. InputError on
+    bad input, as `gpupact simulate` reports it."""
+    from gpupact.twin.run import scenario_paths
+    from gpupact.twin.scenario import load_scenario
+    from gpupact.twin.simulation import Simulation
+
+    paths = scenario_paths(scenario)
+    if variant is not None:
+        chosen = [p for p in paths if p.name == variant]
+        if not chosen:
+            names = ", ".join(p.name for p in paths)
+            raise InputError(f"--variant: no variant {variant!r} (one of {names})")
+        paths = chosen
+    loaded = load_scenario(paths[0])
+    return Simulation(loaded, seed=seed), loaded.contract.contract
 
 
 # --- a live cluster ---------------------------------------------------------------------------
