@@ -16,7 +16,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
@@ -27,20 +27,13 @@ from gpupact.cli.diagnose import cluster_source
 from gpupact.cli.main import Output, app, stdout, user_errors
 from gpupact.cli.render import emit
 from gpupact.errors import InputError
-from gpupact.ledger import (
-    IngestResult,
-    Ledger,
-    SlurmOptions,
-    allocated,
-    from_records,
-    idle_by_pool,
-    month_window,
-    observe,
-    read_sacct,
-)
-from gpupact.ledger.dcgm import busy_rows
-from gpupact.ledger.focus import write_focus
 from gpupact.ops.autoscale import parse_duration
+
+if TYPE_CHECKING:
+    from gpupact.ledger import IngestResult, Ledger
+
+# gpupact.ledger (SQLAlchemy) is imported inside the commands: every other command of the CLI
+# starts without it
 
 ledger_app = typer.Typer(
     help="GPU-hour ledger: ingest usage, report GPU-hours, export FOCUS CSV.",
@@ -90,6 +83,8 @@ def _ingest_cluster(
     kubeconfig: Path | None,
     now: str | None,
 ) -> None:
+    from gpupact.ledger import observe
+
     cluster = cluster_source(snapshot, context, kubeconfig)
     seen = observe(cluster.nodes, cluster.pods, _now(now))
     _print_result("pod intervals", store.ingest(seen.intervals))
@@ -116,6 +111,8 @@ def ingest_command(
     now: str | None = typer.Option(None, "--now", help="Observation time (ISO 8601)."),
 ) -> None:
     """Add usage to the ledger; replaying the same input counts nothing twice."""
+    from gpupact.ledger import Ledger, SlurmOptions, from_records, read_sacct
+
     sources = [s for s in (records, sacct, snapshot or context or kubeconfig) if s is not None]
     if len(sources) != 1:
         raise InputError("give exactly one of --records, --sacct, --snapshot, --context")
@@ -177,6 +174,9 @@ def utilisation_command(
     now: str | None = typer.Option(None, "--now", help="Evaluate at this time (ISO 8601)."),
 ) -> None:
     """Busy GPU-hours per pod from DCGM metrics in Prometheus, for the month so far."""
+    from gpupact.ledger import Ledger, month_window
+    from gpupact.ledger.dcgm import busy_rows
+
     window = month_window(month)
     end = min(window.end, _now(now))
     rows = busy_rows(_prometheus_query(prometheus), metric, window.start, end)
@@ -209,6 +209,8 @@ def report_command(
     output: Output = typer.Option(Output.text, "-o", "--output", help="Output format."),
 ) -> None:
     """GPU-hours allocated per group, idle per pool, utilised where DCGM data is."""
+    from gpupact.ledger import Ledger, allocated, idle_by_pool, month_window
+
     window, at = month_window(month), _now(now)
     keys = [k.strip() for k in by.split(",") if k.strip()]
     with Ledger.open(db) as store:
@@ -254,6 +256,9 @@ def export_command(
     now: str | None = typer.Option(None, "--now", help="Count running usage up to (ISO 8601)."),
 ) -> None:
     """FOCUS-style cost and usage CSV: one row per usage interval in the month."""
+    from gpupact.ledger import Ledger, month_window
+    from gpupact.ledger.focus import write_focus
+
     window, at, prices = month_window(month), _now(now), _prices(price)
     with Ledger.open(db) as store:
         items = store.intervals(window.start, window.end)

@@ -8,6 +8,7 @@ Exit 0 when no finding is a warning or worse, 1 when some is, 2 on bad input.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -17,9 +18,10 @@ from gpupact.cli.ledger import DB_HELP, DEFAULT_DB, _now, _usage_table
 from gpupact.cli.main import EXIT_FINDINGS, EXIT_OK, Output, app, stdout, user_errors
 from gpupact.cli.render import emit
 from gpupact.errors import InputError
-from gpupact.ledger import Ledger, month_window
 from gpupact.ops.autoscale import parse_duration
-from gpupact.ops.review import ReviewOptions, ReviewReport, review
+
+if TYPE_CHECKING:
+    from gpupact.ops.review import ReviewReport
 
 
 def _render_text(report: ReviewReport) -> None:
@@ -53,6 +55,9 @@ def review_command(
     """Per owner and cost centre; unowned usage, expired raises, long-pending evaluations,
     low-utilisation services and retry-driven usage, each with the chapter's action."""
     import re
+
+    from gpupact.ledger import Ledger, month_window
+    from gpupact.ops.review import ReviewOptions, review
 
     try:
         threshold = parse_duration(pending)
