@@ -174,3 +174,20 @@ def test_bad_records_file_names_the_record(db: str, tmp_path) -> None:
         result.exit_code == 2
         and "usage record 0: end: ends (1.0) before it starts" in result.output
     )
+
+
+def test_profiles_command_prints_plan_flags(db: str) -> None:
+    from gpupact.ledger import Ledger
+
+    with Ledger.open(db) as store:
+        hist = {
+            "inputTokens": [{"le": 800, "count": 90}, {"le": 6000, "count": 10}],
+            "outputTokens": [{"le": 200, "count": 60}, {"le": 800, "count": 40}],
+        }
+        store.add_profile("shop", "qwen2.5-14b-instruct", 0.0, hist)
+    result = invoke("ledger", "profiles", "--db", db)
+    assert result.exit_code == 0, result.output
+    assert (
+        "gpupact plan --model qwen2.5-14b-instruct --input-p50 800 --input-p95 6000 "
+        "--output-p50 200 --output-p95 800"
+    ) in result.output

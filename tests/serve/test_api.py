@@ -175,3 +175,24 @@ def test_no_snapshot_yet_is_503(make_state) -> None:
 def test_tokens_are_not_echoed(client) -> None:
     r = client.get("/v1/backends", headers=auth("search"))
     assert TOKENS["search"] not in r.text
+
+
+def test_profile_summary_gives_plan_percentiles(client) -> None:
+    for counts in ([50, 40, 10], [50, 45, 5]):
+        body = {
+            "tenant": "search",
+            "model": "qwen-72b",
+            "inputTokens": [
+                {"le": le, "count": n} for le, n in zip((512, 4096, 32768), counts, strict=True)
+            ],
+            "outputTokens": [{"le": 256, "count": 100}],
+        }
+        assert client.post("/v1/profiles", json=body, headers=auth("search")).status_code == 201
+    (summary,) = client.get("/v1/profiles/summary", headers=auth("search")).json()["summaries"]
+    # 200 requests: 100 <= 512, 85 more <= 4096, 15 more <= 32768
+    assert summary["requests"] == 200 and summary["profiles"] == 2
+    assert summary["inputTokens"] == {"p50": 512, "p95": 32768, "p99": 32768}
+    assert summary["planFlags"] == (
+        "--input-p50 512 --input-p95 32768 --output-p50 256 --output-p95 256"
+    )
+    assert client.get("/v1/profiles/summary", headers=auth("ads")).json()["summaries"] == []

@@ -272,3 +272,33 @@ def export_command(
         raise InputError(err.strerror or "cannot write", file=str(file)) from None
     stamp = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%MZ")
     stdout.print(f"{n} row(s) written to {file} (as of {stamp})", highlight=False, markup=False)
+
+
+@ledger_app.command("profiles")
+@user_errors
+def profiles_command(
+    db: str = typer.Option(DEFAULT_DB, "--db", help=DB_HELP),
+    model: str | None = typer.Option(None, "--model", help="Only this model."),
+    tenant: str | None = typer.Option(None, "--tenant", help="Only this tenant's profiles."),
+    output: Output = typer.Option(Output.text, "-o", "--output", help="Output format."),
+) -> None:
+    """Request-token profiles from the gateway as percentiles, and the `gpupact plan` flags
+    they give."""
+    from gpupact.ledger import Ledger
+    from gpupact.ledger.profiles import summarise
+
+    with Ledger.open(db) as store:
+        summaries = summarise(store.profiles(tenant=tenant, model=model))
+    if output is not Output.text:
+        emit({"summaries": summaries}, output)
+        return
+    if not summaries:
+        stdout.print("no request profiles stored", highlight=False)
+    for s in summaries:
+        stdout.print(
+            f"{escape(s['model'])}: {s['requests']:,} requests in {s['profiles']} profile(s); "
+            f"input {s['inputTokens']}, output {s['outputTokens']}\n"
+            f"  gpupact plan --model {escape(s['model'])} {s['planFlags']}",
+            highlight=False,
+            markup=False,
+        )

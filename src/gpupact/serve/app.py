@@ -24,6 +24,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gpupact import __version__
+from gpupact.ledger.profiles import summarise
 from gpupact.serve.auth import Principal
 from gpupact.serve.decisions import Request as DecisionInput
 from gpupact.serve.decisions import decide
@@ -139,6 +140,25 @@ class ProfileOut(BaseModel):
 
 class ProfilesOut(BaseModel):
     profiles: list[dict[str, Any]]
+
+
+class TokenPercentiles(BaseModel):
+    p50: int
+    p95: int
+    p99: int
+
+
+class ProfileSummary(BaseModel):
+    model: str
+    profiles: int
+    requests: int
+    inputTokens: TokenPercentiles | None
+    outputTokens: TokenPercentiles | None
+    planFlags: str = Field(description="the same percentiles as `gpupact plan` options")
+
+
+class ProfileSummariesOut(BaseModel):
+    summaries: list[ProfileSummary]
 
 
 class BudgetOut(BaseModel):
@@ -355,6 +375,19 @@ def create_app(state: ServeState) -> FastAPI:
     ) -> dict[str, Any]:
         """Stored request profiles: a tenant's own, every tenant's for an admin."""
         return {"profiles": state.ledger.profiles(tenant=who.tenant, model=model)}
+
+    @app.get(
+        "/v1/profiles/summary",
+        response_model=ProfileSummariesOut,
+        responses=ERRORS,
+        dependencies=[known_query("model")],
+    )
+    def profile_summary(
+        who: Caller,
+        model: Annotated[str | None, Query(max_length=253)] = None,
+    ) -> dict[str, Any]:
+        """Stored profiles added up per model: token percentiles for capacity planning."""
+        return {"summaries": summarise(state.ledger.profiles(tenant=who.tenant, model=model))}
 
     @app.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}})
     async def metrics() -> Response:
