@@ -27,6 +27,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from doc_section import replace_section
+
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- gateway:begin -->", "<!-- gateway:end -->"
 ADMIN = "benchmark-admin-token-0123456789"
@@ -219,12 +221,7 @@ def main() -> None:
             "token, after a 3 s warm-up.\n\n"
             f"{table}\n{END}"
         )
-        text = DOC.read_text()
-        if BEGIN in text:
-            text = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), section, text, flags=re.S)
-        else:
-            text = text.rstrip("\n") + "\n\n" + section + "\n"
-        DOC.write_text(text)
+        replace_section(DOC, BEGIN, END, section)
 
 
 def _cpu(pid: int) -> float:

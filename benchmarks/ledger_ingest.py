@@ -16,11 +16,12 @@ import argparse
 import os
 import platform
 import random
-import re
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from doc_section import replace_section
 
 from gpupact.ledger import Ledger, from_records
 
@@ -129,12 +130,7 @@ def main() -> None:
             "records is the first row (records -> store is both rows together).\n\n"
             f"{table}\n{END}"
         )
-        text = DOC.read_text()
-        if BEGIN in text:
-            text = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), section, text, flags=re.S)
-        else:
-            text = text.rstrip("\n") + "\n\n" + section + "\n"
-        DOC.write_text(text)
+        replace_section(DOC, BEGIN, END, section)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from gpupact.errors import FieldError, InputError
@@ -155,7 +156,5 @@ class Snapshot:
 
 
 def _month_label(at: float) -> str:
-    from datetime import UTC, datetime
-
     moment = datetime.fromtimestamp(at, UTC)
     return f"{moment.year:04d}-{moment.month:02d}"
