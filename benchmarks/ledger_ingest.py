@@ -26,7 +26,7 @@ from doc_section import replace_section
 from gpupact.ledger import Ledger, from_records
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
-BEGIN, END = "<!-- ledger-ingest:begin -->", "<!-- ledger-ingest:end -->"
+SECTION = "ledger-ingest"  # "ledger-ingest-postgres" for a --db run: a section of its own
 T0 = 1_793_491_200.0  # 2026-11-01T00:00:00Z
 
 
@@ -120,17 +120,22 @@ def main() -> None:
     table = "\n".join(lines)
     print(table)
     if args.write:
-        store = "PostgreSQL" if args.db else "SQLite (a fresh file, WAL)"
+        name = SECTION + ("-postgres" if args.db else "")
+        begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+        store = "PostgreSQL 15 (local, a fresh schema)" if args.db else "SQLite (a fresh file, WAL)"
+        command = "python benchmarks/ledger_ingest.py --write" + (
+            f" --intervals {args.intervals} --db postgresql://..." if args.db else ""
+        )
         section = (
-            f"{BEGIN}\n## Ledger ingest (benchmarks/ledger_ingest.py)\n\n"
-            f"Command: `python benchmarks/ledger_ingest.py --write` (target: >= 100,000 "
-            f"intervals/s into SQLite on 2 cores)\n\nMachine: {machine()}\n\n"
+            f"{begin}\n## Ledger ingest, {store.split(' ')[0]} (benchmarks/ledger_ingest.py)\n\n"
+            f"Command: `{command}` (target: >= 100,000 intervals/s into SQLite on 2 cores)"
+            f"\n\nMachine: {machine()}\n\n"
             f"Store: {store}; median of {args.repeat} runs, each a fresh store; each ingest step "
             "is one transaction of `Ledger.ingest(intervals)`; reading and validating the "
             "records is the first row (records -> store is both rows together).\n\n"
-            f"{table}\n{END}"
+            f"{table}\n{end}"
         )
-        replace_section(DOC, BEGIN, END, section)
+        replace_section(DOC, begin, end, section)
 
 
 if __name__ == "__main__":

@@ -180,9 +180,9 @@ def _mark(conn: Connection) -> str:
 
 
 def _insert_sql(conn: Connection, table: sa.Table, columns: Sequence[str]) -> str:
-    """A plain INSERT in the driver's own parameter style: rows go to the DB-API's
-    executemany as tuples (SQLAlchemy's per-row parameter processing would cost more than
-    SQLite's insert itself)."""
+    """A plain INSERT in the driver's own parameter style: on SQLite the rows go to the
+    DB-API's executemany as tuples (SQLAlchemy's per-row parameter processing would cost
+    more than SQLite's insert itself)."""
     quote = conn.dialect.identifier_preparer.quote
     names = ", ".join(quote(c) for c in columns)
     marks = ", ".join([_mark(conn)] * len(columns))
@@ -190,20 +190,23 @@ def _insert_sql(conn: Connection, table: sa.Table, columns: Sequence[str]) -> st
 
 
 def _stored_ends(conn: Connection, keys: Sequence[str]) -> dict[str, tuple[float | None, int]]:
-    """(end, restarts) of the stored intervals among `keys`, by plain driver SQL: an
-    `IN (...)` of hundreds of keys compiled by SQLAlchemy per chunk costs more than the
-    lookup itself."""
+    """(end, restarts) of the stored intervals among `keys`, by plain driver SQL (SQLAlchemy
+    compiling an `IN (...)` of hundreds of keys per chunk costs more than the lookup).
+    PostgreSQL gets one array parameter (`= ANY(%s)`): a long `IN` list of parameters turns
+    into a slow generic plan once the driver prepares the statement."""
     out: dict[str, tuple[float | None, int]] = {}
     quote = conn.dialect.identifier_preparer.quote
-    head = (
-        f"SELECT {quote('key')}, end_time, restarts FROM {quote(intervals.name)} "
-        f"WHERE {quote('key')} IN "
-    )
+    head = f"SELECT {quote('key')}, end_time, restarts FROM {quote(intervals.name)} WHERE "
+    postgres = conn.dialect.name == "postgresql"
     mark = _mark(conn)
     for start in range(0, len(keys), _KEYS_PER_LOOKUP):
-        part = tuple(keys[start : start + _KEYS_PER_LOOKUP])
-        sql = head + "(" + ", ".join([mark] * len(part)) + ")"
-        for key, end, restarts in conn.exec_driver_sql(sql, part):
+        part = list(keys[start : start + _KEYS_PER_LOOKUP])
+        if postgres:
+            rows = conn.exec_driver_sql(head + f"{quote('key')} = ANY({mark})", (part,))
+        else:
+            sql = head + f"{quote('key')} IN (" + ", ".join([mark] * len(part)) + ")"
+            rows = conn.exec_driver_sql(sql, tuple(part))
+        for key, end, restarts in rows:
             out[key] = (end, restarts)
     return out
 
@@ -467,8 +470,12 @@ def _lookup(
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for start in range(0, len(keys), _KEYS_PER_LOOKUP):
-        part = keys[start : start + _KEYS_PER_LOOKUP]
-        for row in conn.execute(sa.select(*columns).where(table.c.key.in_(part))):
+        part = list(keys[start : start + _KEYS_PER_LOOKUP])
+        if conn.dialect.name == "postgresql":  # one array parameter (see _stored_ends)
+            match = table.c.key == sa.any_(sa.bindparam("keys", part, type_=sa.ARRAY(sa.String)))
+        else:
+            match = table.c.key.in_(part)
+        for row in conn.execute(sa.select(*columns).where(match)):
             out[row.key] = row._mapping
     return out
 
@@ -492,7 +499,12 @@ def _upsert_intervals(conn: Connection, chunk: list[Interval]) -> IngestResult:
             changed.append({"k": key, "end_time": end, "restarts": restarts})
     if new:
         columns = [_INTERVAL_COLUMNS.get(name, name) for name in _INTERVAL_FIELDS]
-        conn.exec_driver_sql(_insert_sql(conn, intervals, columns), new)
+        if conn.dialect.name == "sqlite":
+            conn.exec_driver_sql(_insert_sql(conn, intervals, columns), new)
+        else:
+            # PostgreSQL: SQLAlchemy batches the rows into multi-row VALUES statements
+            # (insertmanyvalues); the driver's executemany would be one round trip a row
+            conn.execute(intervals.insert(), [dict(zip(columns, row, strict=True)) for row in new])
     if changed:
         stmt = (
             intervals.update()
