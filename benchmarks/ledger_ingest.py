@@ -132,7 +132,13 @@ def main() -> None:
             f"\n\nMachine: {machine()}\n\n"
             f"Store: {store}; median of {args.repeat} runs, each a fresh store; each ingest step "
             "is one transaction of `Ledger.ingest(intervals)`; reading and validating the "
-            "records is the first row (records -> store is both rows together).\n\n"
+            "records is the first row (records -> store is both rows together)."
+            + (
+                " The CPU column counts this process only, not the database server's."
+                if args.db
+                else ""
+            )
+            + "\n\n"
             f"{table}\n{end}"
         )
         replace_section(DOC, begin, end, section)
