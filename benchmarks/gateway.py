@@ -27,7 +27,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from doc_section import replace_section
+from throughput import replace_section  # shared with the throughput benchmark
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- gateway:begin -->", "<!-- gateway:end -->"
@@ -221,7 +221,7 @@ def main() -> None:
             "token, after a 3 s warm-up.\n\n"
             f"{table}\n{END}"
         )
-        replace_section(DOC, BEGIN, END, section)
+        replace_section(DOC, BEGIN, END, section + "\n")
 
 
 def _cpu(pid: int) -> float:

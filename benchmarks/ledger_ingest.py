@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from doc_section import replace_section
+from throughput import replace_section  # shared with the throughput benchmark
 
 from gpupact.ledger import Ledger, from_records
 
@@ -141,7 +141,7 @@ def main() -> None:
             + "\n\n"
             f"{table}\n{end}"
         )
-        replace_section(DOC, begin, end, section)
+        replace_section(DOC, begin, end, section + "\n")
 
 
 if __name__ == "__main__":
