@@ -149,6 +149,7 @@ def test_review_finds_what_the_chapter_lists(db: str, tmp_path) -> None:
     ("args", "message"),
     [
         (["ledger", "report", "--month", "2026-13"], "--month: expected YYYY-MM"),
+        (["review", "--month", "2026-11"], "no such ledger file (ingest into it first)"),
         (["ledger", "ingest"], "give exactly one of"),
         (["ledger", "ingest", "--sacct", "/nonexistent"], "/nonexistent: No such file"),
         (
@@ -160,6 +161,8 @@ def test_review_finds_what_the_chapter_lists(db: str, tmp_path) -> None:
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(db: str, args: list[str], message: str) -> None:
+    if "ledger file" not in message:
+        invoke("ledger", "ingest", "--db", db, "--sacct", str(SACCT))  # the ledger exists
     result = invoke(*args, "--db", db)
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()

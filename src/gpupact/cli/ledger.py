@@ -213,7 +213,7 @@ def report_command(
 
     window, at = month_window(month), _now(now)
     keys = [k.strip() for k in by.split(",") if k.strip()]
-    with Ledger.open(db) as store:
+    with Ledger.open(db, create=False) as store:
         items = store.intervals(window.start, window.end)
         busy = store.utilisation(window.start, window.end)
         rows = [u.to_dict() for u in allocated(items, window, at, keys, busy)]
@@ -260,7 +260,7 @@ def export_command(
     from gpupact.ledger.focus import write_focus
 
     window, at, prices = month_window(month), _now(now), _prices(price)
-    with Ledger.open(db) as store:
+    with Ledger.open(db, create=False) as store:
         items = store.intervals(window.start, window.end)
     if file is None:
         write_focus(sys.stdout, items, window, at, prices=prices, currency=currency)
@@ -287,7 +287,7 @@ def profiles_command(
     from gpupact.ledger import Ledger
     from gpupact.ledger.profiles import summarise
 
-    with Ledger.open(db) as store:
+    with Ledger.open(db, create=False) as store:
         summaries = summarise(store.profiles(tenant=tenant, model=model))
     if output is not Output.text:
         emit({"summaries": summaries}, output)

@@ -68,7 +68,7 @@ def review_command(
         raise InputError(f"--low-utilisation: expected 0..1, got {low}")
     window, at = month_window(month), _now(now)
     terms = optional_contract(contract)
-    with Ledger.open(db) as store:
+    with Ledger.open(db, create=False) as store:
         items = store.intervals(window.start, window.end)
         busy = store.utilisation(window.start, window.end)
         waits = store.waits()

@@ -223,8 +223,12 @@ class Ledger:
         self.engine = engine
 
     @classmethod
-    def open(cls, db: str) -> Ledger:
+    def open(cls, db: str, *, create: bool = True) -> Ledger:
+        """Connect and migrate. `create=False` (reading commands): a SQLite file that does
+        not exist is bad input, not a new empty ledger."""
         url = database_url(db)
+        if not create and "://" not in db and not Path(db).is_file():
+            raise InputError("no such ledger file (ingest into it first)", file=db)
         try:
             engine = sa.create_engine(url)
         except (sa.exc.ArgumentError, ImportError) as err:
