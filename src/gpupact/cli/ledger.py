@@ -35,11 +35,15 @@ if TYPE_CHECKING:
 # gpupact.ledger (SQLAlchemy) is imported inside the commands: every other command of the CLI
 # starts without it
 
-ledger_app = typer.Typer(
-    help="GPU-hour ledger: ingest usage, report GPU-hours, export FOCUS CSV.",
-    no_args_is_help=True,
-)
+ledger_app = typer.Typer(no_args_is_help=True)
 app.add_typer(ledger_app, name="ledger")
+
+
+@ledger_app.callback()
+def ledger_group() -> None:
+    """GPU-hour ledger: ingest usage (twin records, Kubernetes, Slurm sacct), report GPU-hours
+    allocated / idle / busy, export FOCUS CSV, summarise the gateway's request profiles."""
+
 
 DB_HELP = "Ledger store: a SQLite file, or postgresql://user:pw@host/db."
 DEFAULT_DB = "gpupact-ledger.db"
