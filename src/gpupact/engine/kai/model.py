@@ -8,7 +8,7 @@ uses float64). A queue's `-1` means unlimited, as upstream.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from types import MappingProxyType
@@ -362,6 +362,10 @@ class KaiNode:
         self.idle: dict[str, int] = dict(self.allocatable)
         self.releasing: dict[str, int] = {}
         self.tasks: dict[str, TaskStatus] = {}
+        self.row = -1  # position in the session's node list
+        # told of every pod added to / removed from the node (the session's filter mirror)
+        self.on_add: Callable[[KaiTask, KaiNode], None] | None = None
+        self.on_remove: Callable[[KaiTask, KaiNode], None] | None = None
 
     def _apply(self, task: KaiTask, status: TaskStatus, sign: int) -> None:
         for name, amount in task.requests.items():
@@ -379,11 +383,15 @@ class KaiNode:
             raise ValueError(f"task {task.key} already on node {self.name}")
         self.tasks[task.key] = task.status
         self._apply(task, task.status, 1)
+        if self.on_add is not None:
+            self.on_add(task, self)
 
     def remove_task(self, task: KaiTask) -> None:
         status = self.tasks.pop(task.key, None)
         if status is not None:
             self._apply(task, status, -1)
+            if self.on_remove is not None:
+                self.on_remove(task, self)
 
     def update_task(self, task: KaiTask) -> None:
         self.remove_task(task)

@@ -33,7 +33,7 @@ from gpupact.engine.kai.model import (
     node_quantities,
     task_less,
 )
-from gpupact.engine.volcano.node_fit import static_fit
+from gpupact.engine.placement.session_filters import SessionFilters
 from gpupact.kube.objects import Node, Pod
 
 
@@ -71,6 +71,7 @@ class KaiSession:
         queues: Sequence[KaiQueue],
         config: KaiConfig | None = None,
         now: float = 0.0,
+        vectorised: bool = True,
     ) -> None:
         self.config = config or KaiConfig()
         self.now = now
@@ -91,6 +92,8 @@ class KaiSession:
         self.tasks: dict[str, KaiTask] = {}
         for pod in pods:
             self._add_pod(pod)
+        self.vectorised = vectorised  # False: filters one node at a time (the reference)
+        self.filters = self._open_filters()
         self.initial = {k: (t.status, t.node_name) for k, t in self.tasks.items()}
         self.total = fs.zero()
         for node in self.nodes.values():
@@ -114,6 +117,24 @@ class KaiSession:
         job = self.jobs.get(task.job)
         if job is not None:
             job.tasks[task.uid] = task
+
+    def _open_filters(self) -> SessionFilters:
+        """KAI's `predicates`: the kube filters over each node's pods, which follow every
+        task the session adds to or removes from a node (upstream NodeInfo.AddTask updates
+        the node's pod-affinity info)."""
+        by_key = self.tasks
+        placed = [
+            (by_key[key].pod, node.name)
+            for node in self.nodes.values()
+            for key in sorted(node.tasks)
+            if key in by_key
+        ]
+        filters = SessionFilters([n.node for n in self.nodes.values()], placed)
+        for row, node in enumerate(self.nodes.values()):
+            node.row = row
+            node.on_add = lambda task, at: filters.add(task.pod, at.name)
+            node.on_remove = lambda task, at: filters.remove(task.pod, at.name)
+        return filters
 
     def _account_usage(self) -> None:
         """Queue allocated / requested amounts, summed up the tree."""
@@ -211,7 +232,9 @@ class KaiSession:
             return False
         if node.max_pods and len(node.tasks) >= node.max_pods and task.key not in node.tasks:
             return False
-        return static_fit(task.placement_pod, node.node).ok
+        if self.vectorised:
+            return self.filters.fits(task.placement_pod, node.row)
+        return self.filters.status(task.placement_pod, node.node).ok
 
     # --- statements ----------------------------------------------------------------------------
 

@@ -7,8 +7,7 @@ accounting through a `Statement` only.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -133,7 +132,20 @@ class TaskInfo:
         return self.init_resreq.is_empty()
 
     def clone(self) -> TaskInfo:
-        return copy.copy(self)
+        return TaskInfo(
+            self.uid,
+            self.name,
+            self.namespace,
+            self.job,
+            self.role,
+            self.priority,
+            self.preemptable,
+            self.resreq,
+            self.init_resreq,
+            self.status,
+            self.node_name,
+            self.pod,
+        )
 
     @classmethod
     def from_pod(cls, pod: Pod) -> TaskInfo:
@@ -293,6 +305,9 @@ class NodeInfo:
         self.releasing = Resource()
         self.pipelined = Resource()
         self.tasks: dict[str, TaskInfo] = {}
+        self.row = -1  # position in the session's node list
+        # called after every change to the accounting (the session's column view follows it)
+        self.on_change: Callable[[NodeInfo], None] | None = None
 
     def future_idle(self) -> Resource:
         return self.idle.clone().add(self.releasing).sub(self.pipelined)
@@ -315,6 +330,8 @@ class NodeInfo:
         task.node_name = self.name
         held.node_name = self.name
         self.tasks[task.key] = held
+        if self.on_change is not None:
+            self.on_change(self)
 
     def remove_task(self, task: TaskInfo) -> None:
         held = self.tasks.pop(task.key, None)
@@ -329,6 +346,8 @@ class NodeInfo:
         else:
             self.idle.add(held.resreq)
             self.used.sub(held.resreq)
+        if self.on_change is not None:
+            self.on_change(self)
 
     def update_task(self, task: TaskInfo) -> None:
         self.remove_task(task)
