@@ -91,7 +91,9 @@ def feasible_rows(ssn: Session, task: TaskInfo) -> tuple[np.ndarray, Callable[[]
         out: dict[str, Status] = {}
         for row in np.flatnonzero(~ok).tolist():
             node = nodes[row]
-            out[node.name] = fits_future_idle(task, node) if not resources[row] else answer.status(row)
+            out[node.name] = (
+                fits_future_idle(task, node) if not resources[row] else answer.status(row)
+            )
         return out
 
     return np.flatnonzero(ok), errors
