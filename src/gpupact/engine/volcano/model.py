@@ -26,6 +26,7 @@ from gpupact.engine.gang import (
 )
 from gpupact.engine.volcano.resource import Resource
 from gpupact.errors import FieldError
+from gpupact.kube.durations import parse_go_duration
 from gpupact.kube.fields import integer, object_header, optional_mapping, string
 from gpupact.kube.objects import Node, Pod
 from gpupact.kube.requests import parse_resource_list, scheduler_view
@@ -194,6 +195,25 @@ def default_task_less(left: TaskInfo, right: TaskInfo) -> bool:
 
 # --- jobs ------------------------------------------------------------------------------------
 
+GO_ZERO_TIME_NANOS = -62_135_596_800 * 1_000_000_000  # 0001-01-01T00:00:00Z
+# the PodGroup annotations naming a job's SLA waiting time, in the order upstream reads them
+WAITING_TIME_ANNOTATIONS = ("volcano.sh/sla-waiting-time", "sla-waiting-time")
+
+
+def job_waiting_time(podgroup: PodGroup) -> int | None:
+    """Upstream JobInfo.WaitingTime (nanoseconds): the first annotation present that parses
+    to a positive Go duration; an unparsable or non-positive one counts as unset."""
+    for key in WAITING_TIME_ANNOTATIONS:
+        if key not in podgroup.annotations:
+            continue
+        try:
+            value = parse_go_duration(podgroup.annotations[key])
+        except ValueError:
+            continue
+        if value > 0:
+            return value
+    return None
+
 
 class JobInfo:
     """A PodGroup and its tasks: gang counts, allocated resources, fit errors."""
@@ -206,7 +226,11 @@ class JobInfo:
         self.queue = podgroup.queue
         self.priority = priority
         self.min_available = podgroup.min_member
-        self.creation_timestamp = ""
+        # unix nanoseconds; Go's zero time when the PodGroup has no creationTimestamp
+        self.creation_timestamp = (
+            podgroup.creation_nanos if podgroup.creation_nanos is not None else GO_ZERO_TIME_NANOS
+        )
+        self.waiting_time = job_waiting_time(podgroup)
         self.gang = Gang(podgroup.min_member, podgroup.min_task_member)
         self.tasks: dict[str, TaskInfo] = {}
         self.allocated = Resource()

@@ -148,7 +148,7 @@ class Session:
         enabled_actions: Iterable[str] = (),
         action_arguments: Mapping[str, Mapping[str, Any]] | None = None,
         vectorised: bool = True,
-        now: float = 0.0,
+        now_nanos: int = 0,
     ) -> None:
         from gpupact.engine.volcano.plugins import build_plugin
 
@@ -181,7 +181,7 @@ class Session:
         # vectorised node checks and scores (`vectorised=False`: one node at a time, the
         # explaining reference); cached per task until the next allocate / deallocate
         self.vectorised = vectorised
-        self.now = now  # injected time (the sla plugin's waiting times)
+        self.now_nanos = now_nanos  # injected time, unix ns (the sla plugin's waiting times)
         self.generation = 0
         self._batch: dict[tuple, Any] = {}
         scalar_names = {n for node in self.node_list for n in node.allocatable.scalars or {}}
