@@ -59,6 +59,7 @@ class KaiResult:
     pipelined: Mapping[str, str]  # pod key -> node it waits for
     relocated: Mapping[str, str]  # running pod key -> the other node it was moved to
     statuses: Mapping[str, TaskStatus]  # pod key -> status after the session
+    gpu_groups: Mapping[str, tuple[str, ...]]  # pod key -> GPU groups (shared pods placed)
 
 
 class KaiSession:
@@ -217,13 +218,19 @@ class KaiSession:
 
     def ordered_nodes(self, task: KaiTask, nodes: Iterable[KaiNode]) -> list[KaiNode]:
         """Binpack: the node with the least free of what the task asks for first (GPUs for
-        a GPU pod, else cpu); equal nodes keep their order."""
+        a GPU pod, else cpu); for a fractional GPU pod, nodes with a GPU group it fits come
+        first (gpusharingorder's score outweighs binpack's); equal nodes keep their order."""
         resource = GPU if task.requires_gpu else "cpu"
+        shared = task.shared
 
-        def free(node: KaiNode) -> int:
-            return node.idle.get(resource, 0) + node.releasing.get(resource, 0)
+        def key(node: KaiNode) -> tuple[int, int]:
+            free = node.idle.get(resource, 0) + node.releasing.get(resource, 0)
+            if shared is None:
+                return 0, free
+            fits_group = any(node.sharing.fits_group(shared, g) for g in node.sharing.used)
+            return (0 if fits_group else 1), free
 
-        return sorted(nodes, key=free)
+        return sorted(nodes, key=key)
 
     # --- node fit ------------------------------------------------------------------------------
 
@@ -232,9 +239,24 @@ class KaiSession:
             return False
         if node.max_pods and len(node.tasks) >= node.max_pods and task.key not in node.tasks:
             return False
+        if task.shared is not None and node.max_pods and not self._room_for_new_group(task, node):
+            return False
         if self.vectorised:
             return self.filters.fits(task.placement_pod, node.row)
         return self.filters.status(task.placement_pod, node.node).ok
+
+    def _room_for_new_group(self, task: KaiTask, node: KaiNode) -> bool:
+        """A pod opening a new GPU group needs a second pod slot for the group's reservation
+        pod (upstream checkMaxPodsWithGpuGroupReservation)."""
+        assert task.shared is not None
+        free_pods = node.max_pods - len(node.tasks)
+        if free_pods >= 2:
+            return True
+        choice = node.sharing.choose(task, task.shared, False)
+        if choice is not None and not choice.releasing:
+            return not choice.opens_new_group
+        choice = node.sharing.choose(task, task.shared, True)
+        return choice is not None and not choice.opens_new_group
 
     # --- statements ----------------------------------------------------------------------------
 
@@ -280,7 +302,12 @@ class KaiSession:
         stmt.record(Op.EVICT, task, node.name, undo, reason)
 
     def pipeline(
-        self, stmt: Statement, task: KaiTask, node_name: str, update_existing: bool
+        self,
+        stmt: Statement,
+        task: KaiTask,
+        node_name: str,
+        update_existing: bool,
+        gpu_groups: tuple[str, ...] | None = None,
     ) -> None:
         node = self.nodes[node_name]
         if task.key in node.tasks and not update_existing:
@@ -289,8 +316,11 @@ class KaiSession:
                 raise ValueError(f"{task.key} is already on {node_name}")
             return
         previous, previous_node, was_virtual = task.status, task.node_name, task.virtual
+        previous_groups = task.gpu_groups
         self._set_status(task, TaskStatus.PIPELINED)
         task.node_name = node_name
+        if gpu_groups is not None:
+            task.gpu_groups = gpu_groups
         if task.key in node.tasks:
             node.update_task(task)
         else:
@@ -303,15 +333,24 @@ class KaiSession:
             task.node_name = previous_node
             task.virtual = was_virtual
             node.remove_task(task)
+            task.gpu_groups = previous_groups
             self._notify(task, -1)
 
         stmt.record(Op.PIPELINE, task, node_name, undo)
 
-    def allocate(self, stmt: Statement, task: KaiTask, node_name: str) -> None:
+    def allocate(
+        self,
+        stmt: Statement,
+        task: KaiTask,
+        node_name: str,
+        gpu_groups: tuple[str, ...] | None = None,
+    ) -> None:
         node = self.nodes[node_name]
-        was_virtual = task.virtual
+        was_virtual, previous_groups = task.virtual, task.gpu_groups
         self._set_status(task, TaskStatus.ALLOCATED)
         task.node_name = node_name
+        if gpu_groups is not None:
+            task.gpu_groups = gpu_groups
         node.add_task(task)
         self._notify(task, 1)
         task.virtual = True
@@ -321,6 +360,7 @@ class KaiSession:
             node.remove_task(task)
             task.node_name = ""
             task.virtual = was_virtual
+            task.gpu_groups = previous_groups
             self._notify(task, -1)
 
         stmt.record(Op.ALLOCATE, task, node_name, undo)
@@ -334,10 +374,10 @@ class KaiSession:
             if op.kind is Op.ALLOCATE and op.task.job == job.uid and not op.revoked
         ]
         for op in allocations:
-            node_name = op.task.node_name
+            node_name, groups = op.task.node_name, op.task.gpu_groups
             op.undo()
             stmt.operations.remove(op)
-            self.pipeline(stmt, op.task, node_name, True)
+            self.pipeline(stmt, op.task, node_name, True, groups)
 
     def commit_operation(self, op: Operation) -> None:
         task: KaiTask = op.task
@@ -381,6 +421,7 @@ class KaiSession:
             pipelined={t.key: t.node_name for t in tasks if t.status is TaskStatus.PIPELINED},
             relocated=relocated,
             statuses={t.key: t.status for t in tasks},
+            gpu_groups={t.key: t.gpu_groups for t in tasks if t.shared and t.gpu_groups},
         )
 
     def views(self, jobs: Iterable[KaiJob]) -> list[JobView]:
