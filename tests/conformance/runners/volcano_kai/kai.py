@@ -4,8 +4,9 @@ Nodes, pods, Queues and PodGroups become Kubernetes / KAI JSON and go through th
 parsers. A fractional GPU request (a non-integer `requests.gpu`) becomes KAI's gpu-fraction
 annotation and a running shared pod's `gpu_groups` its runai-gpu-group labels. The fixture
 conventions are applied as data: a queue without explicit KAI resources takes GPU quota =
-deserved, limit = capability, over-quota weight = weight (cpu and memory unlimited, weight 1); PodGroups are created in list order after a stable sort
-by priority (descending), older first; each priority value gets a PriorityClass; a stale
+deserved, limit = capability, over-quota weight = weight (cpu and memory unlimited, weight
+1); PodGroups are created in list order after a stable sort by priority (descending), older
+first; each priority value gets a PriorityClass; a stale
 gang became stale `stale_for_seconds` before the session.
 """
 
