@@ -102,6 +102,12 @@ def _pod(rng: random.Random, name: str, group_key: str, job: str, app: str, **kw
         ]
     if kw.get("priority") is not None:
         spec["priority"] = kw["priority"]
+    if group_key == "pod-group-name" and rng.random() < 0.25:
+        # KAI GPU sharing: a fraction of one GPU; a running one sits on a GPU group
+        requests.pop("nvidia.com/gpu", None)
+        meta["annotations"]["gpu-fraction"] = rng.choice(("0.25", "0.5", "0.7"))
+        if kw.get("node"):
+            meta["labels"]["runai-gpu-group"] = rng.choice("01")
     return {"metadata": meta, "spec": spec, "status": {"phase": phase}}
 
 
@@ -214,3 +220,11 @@ def test_random_clusters_exercise_placements_and_refusals():
             )
     assert binds > 20
     assert affinity_refusals > 0
+
+
+def test_random_kai_clusters_place_shared_gpu_pods():
+    placed = 0
+    for seed in SEEDS:
+        result = run_kai(seed, True, ["allocate"])
+        placed += sum(1 for key in result.gpu_groups if key in result.binds)
+    assert placed > 0

@@ -382,10 +382,14 @@ class KaiNode:
         # told of every pod added to / removed from the node (the session's filter mirror)
         self.on_add: Callable[[KaiTask, KaiNode], None] | None = None
         self.on_remove: Callable[[KaiTask, KaiNode], None] | None = None
+        # told after every change to the node's idle / releasing amounts (column views)
+        self.on_change: Callable[[KaiNode], None] | None = None
 
     def add_gpus(self, kind: str, delta: int) -> None:
         book = self.idle if kind == "idle" else self.releasing
         book[GPU] = book.get(GPU, 0) + delta
+        if self.on_change is not None:
+            self.on_change(self)
 
     def _apply(self, task: KaiTask, status: TaskStatus, sign: int, groups: tuple[str, ...]) -> None:
         self.used_whole_gpus += sign * task.requests.get(GPU, 0)
@@ -404,6 +408,8 @@ class KaiNode:
                     self.sharing.add(task.shared, status, group)
                 else:
                     self.sharing.remove(task.shared, status, group)
+        if self.on_change is not None:
+            self.on_change(self)
 
     def add_task(self, task: KaiTask) -> None:
         if task.key in self.tasks:
@@ -442,6 +448,10 @@ class KaiNode:
         if task.shared is None:
             return True
         return self.sharing.device_fit(task.shared, self.idle_gpus() + self.releasing_gpus())
+
+    def free(self, resource: str) -> int:
+        """Idle plus releasing (what binpack orders nodes by)."""
+        return self.idle.get(resource, 0) + self.releasing.get(resource, 0)
 
     def idle_gpus(self) -> int:
         return self.idle.get(GPU, 0)

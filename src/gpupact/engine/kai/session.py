@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from gpupact.engine.gang import (
     ACTIVE_ALLOCATED_STATUSES,
     ACTIVE_USED_STATUSES,
@@ -93,8 +95,9 @@ class KaiSession:
         self.tasks: dict[str, KaiTask] = {}
         for pod in pods:
             self._add_pod(pod)
-        self.vectorised = vectorised  # False: filters one node at a time (the reference)
+        self.vectorised = vectorised  # False: one node at a time (the reference)
         self.filters = self._open_filters()
+        self._track_free()
         self.initial = {k: (t.status, t.node_name) for k, t in self.tasks.items()}
         self.total = fs.zero()
         for node in self.nodes.values():
@@ -216,21 +219,48 @@ class KaiSession:
             < 0
         )
 
-    def ordered_nodes(self, task: KaiTask, nodes: Iterable[KaiNode]) -> list[KaiNode]:
+    def ordered_nodes(self, task: KaiTask, nodes: Sequence[KaiNode]) -> list[KaiNode]:
         """Binpack: the node with the least free of what the task asks for first (GPUs for
         a GPU pod, else cpu); for a fractional GPU pod, nodes with a GPU group it fits come
-        first (gpusharingorder's score outweighs binpack's); equal nodes keep their order."""
+        first (gpusharingorder's score outweighs binpack's); equal nodes keep their order.
+        Vectorised: a stable argsort of the free column (the same order)."""
         resource = GPU if task.requires_gpu else "cpu"
         shared = task.shared
 
-        def key(node: KaiNode) -> tuple[int, int]:
-            free = node.idle.get(resource, 0) + node.releasing.get(resource, 0)
-            if shared is None:
-                return 0, free
-            fits_group = any(node.sharing.fits_group(shared, g) for g in node.sharing.used)
-            return (0 if fits_group else 1), free
+        def group_fit(node: KaiNode) -> bool:
+            assert shared is not None
+            return any(node.sharing.fits_group(shared, g) for g in node.sharing.used)
 
-        return sorted(nodes, key=key)
+        if not self.vectorised:
+
+            def key(node: KaiNode) -> tuple[int, int]:
+                first = 0 if shared is None or group_fit(node) else 1
+                return first, node.free(resource)
+
+            return sorted(nodes, key=key)
+        column = self.free_gpus if resource == GPU else self.free_cpu
+        rows = np.fromiter((n.row for n in nodes), dtype=np.intp, count=len(nodes))
+        keys = column[rows]
+        if shared is not None:
+            # sort by (no fitting group, free): the group test only where groups exist
+            fits = np.array([bool(n.sharing.used) and group_fit(n) for n in nodes], dtype=bool)
+            keys = np.where(fits, keys, keys + (1 << 40))
+        order = np.argsort(keys, kind="stable")
+        return [nodes[i] for i in order.tolist()]
+
+    def _track_free(self) -> None:
+        """Free (idle + releasing) GPUs and cpu per node row, kept in step with the nodes."""
+        nodes = list(self.nodes.values())
+        self.free_gpus = np.zeros(len(nodes), dtype=np.int64)
+        self.free_cpu = np.zeros(len(nodes), dtype=np.int64)
+
+        def refresh(node: KaiNode) -> None:
+            self.free_gpus[node.row] = node.free(GPU)
+            self.free_cpu[node.row] = node.free("cpu")
+
+        for node in nodes:
+            refresh(node)
+            node.on_change = refresh
 
     # --- node fit ------------------------------------------------------------------------------
 
