@@ -11,3 +11,4 @@ python benchmarks/openb_replay.py --policy all --seeds 42-51 \
     --extra-traces cpu250,gpushare100,multigpu50,gpuspec33 --write
 python benchmarks/twin.py --write
 python benchmarks/cli_startup.py --write
+python benchmarks/gang.py --write
