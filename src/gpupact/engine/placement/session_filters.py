@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gpupact.cluster.state import Binding, ClusterState
+from gpupact.cluster.state import Binding, ClusterState, pod_usage
 from gpupact.engine.placement.framework import ClusterView, affinity_prefilter, filter_node_static
 from gpupact.engine.placement.plugins import inter_pod_affinity as ipa
 from gpupact.engine.placement.plugins import node_filters as nf
@@ -148,7 +148,9 @@ class SessionFilters:
         if self.state.binding_of(pod.key) is not None:
             copy = replace(pod, name=f"{pod.name}@{node_name}")
         row = self.state.node_index[node_name]
-        self._bound[key] = self.state.bind(copy, row, lenient=True)
+        # the filters here never read devices: bind without GPU device bookkeeping
+        usage = replace(pod_usage(copy), gpu=None)
+        self._bound[key] = self.state.bind(copy, row, usage=usage)
 
     def remove(self, pod: Pod, node_name: str) -> None:
         """A pod gone from `node_name` (evicted, or an allocation undone)."""

@@ -315,6 +315,20 @@ def inqueue_resource(job: JobInfo) -> Resource:
 # --- nodes -----------------------------------------------------------------------------------
 
 
+_ALLOCATABLE: dict[tuple, Resource] = {}
+
+
+def _allocatable(amounts: Mapping[str, int]) -> Resource:
+    """A node's allocatable as a Resource; nodes of one shape share the conversion."""
+    key = tuple(sorted(amounts.items()))
+    cached = _ALLOCATABLE.get(key)
+    if cached is None:
+        if len(_ALLOCATABLE) > 1024:
+            _ALLOCATABLE.clear()
+        cached = _ALLOCATABLE[key] = Resource.from_amounts(amounts)
+    return cached.clone()
+
+
 class NodeInfo:
     """A node's accounting: idle, used, releasing (held by pods being deleted) and pipelined
     (promised to pods waiting for releasing resources). It keeps a copy of each task as it
@@ -323,7 +337,7 @@ class NodeInfo:
     def __init__(self, node: Node) -> None:
         self.node = node
         self.name = node.name
-        self.allocatable = Resource.from_amounts(node.allocatable)
+        self.allocatable = _allocatable(node.allocatable)
         self.idle = self.allocatable.clone()
         self.used = Resource()
         self.releasing = Resource()
