@@ -221,3 +221,47 @@ def test_host_port_conflicts_inside_a_gang(run, key):
         pods.append(obj)
     result = run(nodes, pods, 4)
     assert sorted(result.binds.values()) == ["n0", "n1", "n2", "n3"]
+
+
+@pytest.mark.parametrize("anti", [True, False])
+@pytest.mark.parametrize("vectorised", PATHS)
+def test_preempt_keeps_the_prefilter_state_of_its_prepredicate(vectorised, anti):
+    """Upstream preempt runs PrePredicate once per preemptor: a victim evicted afterwards
+    still counts for the preemptor's anti-affinity, so evicting it cannot make room."""
+    key = "scheduling.k8s.io/group-name"
+    victim = pod("victim", key, "low", nodeName="n0", phase="Running", priority=1)
+    victim["metadata"]["labels"] = {"app": "train"}
+    preemptor = pod("p", key, "high", priority=100, **({"affinity": ONE_PER_NODE} if anti else {}))
+    preemptor["metadata"]["labels"] = {"app": "serve"}
+    one_node = node("n0", gpus=1)
+    podgroups = [
+        {
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"minMember": size, "queue": "q", "priorityClassName": name},
+            "status": {"phase": phase},
+        }
+        for name, size, phase in (("low", 0, "Running"), ("high", 1, "Inqueue"))
+    ]
+    tiers = [
+        [
+            PluginOption("priority", frozenset({"jobOrder", "taskOrder", "preemptable"})),
+            PluginOption("gang", frozenset({"jobStarving", "jobPipelined", "preemptable"})),
+            PREDICATES,
+        ]
+    ]
+    ssn = Session(
+        nodes=[parse_node(one_node)],
+        pods=[parse_pod(victim), parse_pod(preemptor)],
+        podgroups=[parse_podgroup(g) for g in podgroups],
+        queues=[parse_queue({"metadata": {"name": "q"}, "spec": {"weight": 1}})],
+        tiers=tiers,
+        priority_classes={"low": 10, "high": 1000},
+        vectorised=vectorised,
+    )
+    result = ssn.run(["preempt"])
+    if anti:
+        assert result.evicted == ()
+        assert result.pipelined == {}
+    else:  # the same preemption without the anti-affinity takes the node
+        assert result.evicted == ("ns/victim",)
+        assert result.pipelined == {"ns/p": "n0"}

@@ -16,6 +16,11 @@ placement engine's own entry points:
 - `status(pod, node)`: one node with the scalar framework functions, the explaining
   reference the fast path must agree with.
 
+PreFilter state: `codes` is itself a snapshot (the filters' codes read only the PreFilter
+counts and node labels); `prepare` gives the scalar path's snapshot. Volcano keeps the
+snapshot taken at a task's PrePredicate for its Filter calls (so in preempt a victim evicted
+after PrePredicate still counts for the preemptor's anti-affinity, as upstream).
+
 Statuses combine as Volcano's `Predicate` does: a failing static filter (cordon, nodeName,
 taints, node affinity) ends the check; otherwise NodePorts, InterPodAffinity and
 PodTopologySpread are collected in that order, stopping at an UnschedulableAndUnresolvable
@@ -182,8 +187,9 @@ class SessionFilters:
 
     # --- one node (the explaining reference) -----------------------------------------------
 
-    def _prefilter(self, pod: Pod) -> tuple:
-        """PreFilter state for `pod` over the mirror as it is now (cached per version)."""
+    def prepare(self, pod: Pod) -> tuple:
+        """PreFilter state for `pod` over the mirror as it is now (cached per version), for
+        `status`; a session keeps it from its PrePredicate until the next one."""
         version = self.state.version
         if self._scalar is not None and self._scalar[:2] == (pod.key, version):
             return self._scalar[2]
@@ -198,11 +204,13 @@ class SessionFilters:
         self._scalar = (pod.key, version, prepared)
         return prepared
 
-    def status(self, pod: Pod, node: Node) -> Status:
+    def status(self, pod: Pod, node: Node, prepared: tuple | None = None) -> Status:
+        """The node's status; `prepared` (from `prepare`) fixes the PreFilter state, else it
+        is taken from the mirror as it is now."""
         verdict = filter_node_static(pod, node)
         if not verdict.fits:
             return verdict.status
-        spread_state, affinity_state, pods_on = self._prefilter(pod)
+        spread_state, affinity_state, pods_on = prepared or self.prepare(pod)
         ports = None
         ports_fn = _framework_hook(NODE_PORTS_STATUS)
         if ports_fn is not None and self.enabled.node_ports:

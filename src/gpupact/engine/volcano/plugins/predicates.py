@@ -4,7 +4,9 @@ already placed count for inter-pod anti-affinity, topology spread and host ports
 node's pod count. Free resources are the actions' own check (idle or future idle).
 
 The filters are the placement engine's (`engine/placement/session_filters.py`): one node at
-a time for the `predicate` extension point, every node at once for `batchPredicate`.
+a time for the `predicate` extension point, every node at once for `batchPredicate`. As
+upstream, a task's PreFilter state is taken at its PrePredicate and used by its Filter calls
+until the next one (in preempt, victims evicted meanwhile still count).
 Arguments: predicate.NodePortsEnable, predicate.PodAffinityEnable and
 predicate.PodTopologySpreadEnable switch those filters (default on); switching off
 NodeAffinity or TaintToleration is not modelled.
@@ -12,7 +14,7 @@ NodeAffinity or TaintToleration is not modelled.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -64,18 +66,28 @@ class PredicatesPlugin(Plugin):
             )
         )
         table = ssn.table
+        # PrePredicate: the PreFilter state each task's Filter calls use until its next
+        # PrePredicate (codes for the vectorised path, scalar state for the reference)
+        prefiltered: dict[str, Any] = {}
+
+        def pre_predicate(task: TaskInfo) -> Status:
+            if ssn.vectorised:
+                prefiltered[task.uid] = filters.codes(task.pod)
+            else:
+                prefiltered[task.uid] = filters.prepare(task.pod)
+            return Status()
 
         def predicate(task: TaskInfo, node: NodeInfo) -> Status:
             failures = []
             if node.allocatable.max_task_num <= len(node.tasks):
                 failures.append(STATUS_TOO_MANY_PODS)
-            status = filters.status(task.pod, node.node)
+            status = filters.status(task.pod, node.node, prefiltered.get(task.uid))
             if not status.ok:
                 failures.append(status)
             return combine(failures)
 
         def batch_predicate(task: TaskInfo) -> tuple[np.ndarray, Callable[[int], Status]]:
-            codes = filters.codes(task.pod)
+            codes = prefiltered.get(task.uid) or filters.codes(task.pod)
             full = table.pods_full()
 
             def status_of(row: int) -> Status:
@@ -87,5 +99,6 @@ class PredicatesPlugin(Plugin):
 
             return codes.ok & ~full, status_of
 
+        ssn.add_fn("prePredicate", self.name, pre_predicate)
         ssn.add_fn("predicate", self.name, predicate)
         ssn.add_fn("batchPredicate", self.name, batch_predicate)
