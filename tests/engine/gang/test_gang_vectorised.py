@@ -129,7 +129,7 @@ def cluster(seed: int, group_key: str) -> tuple[list[dict], list[dict], list[tup
     return nodes, pods, jobs
 
 
-def run_volcano(seed: int, vectorised: bool, actions: list[str]):
+def run_volcano(seed: int, vectorised: bool, actions: list[str], tiers=TIERS):
     nodes, pods, jobs = cluster(seed, "scheduling.k8s.io/group-name")
     groups = [
         parse_podgroup(
@@ -147,7 +147,7 @@ def run_volcano(seed: int, vectorised: bool, actions: list[str]):
         pods=[parse_pod(p) for p in pods],
         podgroups=groups,
         queues=queues,
-        tiers=TIERS,
+        tiers=tiers,
         enabled_actions=actions,
         vectorised=vectorised,
     )
@@ -196,6 +196,26 @@ def test_volcano_vectorised_decisions_equal_the_scalar_path(seed):
     slow, slow_errors = run_volcano(seed, False, actions)
     assert fast == slow
     assert fast_errors == slow_errors
+
+
+MOST_ALLOCATED = [
+    TIERS[0],
+    [
+        *TIERS[1][:2],
+        PluginOption(
+            "nodeorder",
+            frozenset({"nodeOrder"}),
+            {"mostrequested.weight": 2, "leastrequested.weight": 0},
+        ),
+    ],
+]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_volcano_most_allocated_order_equal_on_both_paths(seed):
+    fast, _ = run_volcano(seed, True, ["allocate"], MOST_ALLOCATED)
+    slow, _ = run_volcano(seed, False, ["allocate"], MOST_ALLOCATED)
+    assert fast == slow
 
 
 @pytest.mark.parametrize("seed", SEEDS)
