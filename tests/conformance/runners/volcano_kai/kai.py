@@ -17,7 +17,12 @@ from typing import Any
 
 import pytest
 
-from conformance.runners.volcano_kai.volcano import node_json, split_name
+from conformance.runners.volcano_kai.volcano import (
+    KUBE_POD_FIELDS,
+    add_kube_fields,
+    node_json,
+    split_name,
+)
 from gpupact.engine.kai import (
     KaiConfig,
     KaiSession,
@@ -38,7 +43,10 @@ NOW = 1_000_000.0  # the session's (injected) time
 _GRACE = re.compile(r"globalDefaultStalenessGracePeriod overridden to (-?\d+)s")
 _DEFAULT_TIERS = "default KAI tiers"
 _CLASS_NAMES = {50: "train", 75: "interactive-preemptible", 100: "build", 125: "inference"}
-_POD_KEYS = {"name", "podgroup", "requests", "priority", "status", "node", "gpu_groups"}
+_POD_KEYS = {
+    *KUBE_POD_FIELDS,
+    *("name", "podgroup", "requests", "priority", "status", "node", "gpu_groups"),
+}
 
 
 def _quota(entry: dict[str, Any]) -> dict[str, Any]:
@@ -115,7 +123,12 @@ def pod_json(pod: dict[str, Any]) -> dict[str, Any]:
     spec: dict[str, Any] = {"containers": [{"name": "main", "resources": {"requests": requests}}]}
     if pod.get("node"):
         spec["nodeName"] = pod["node"]
-    return {"kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": phase}}
+    obj = {"kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": phase}}
+    labels = obj["metadata"].get("labels")
+    add_kube_fields(pod, obj)
+    if labels:  # GPU group labels stay next to the scenario's own
+        obj["metadata"]["labels"] = {**(pod.get("labels") or {}), **labels}
+    return obj
 
 
 def session_config(lines: list[str]) -> KaiConfig:

@@ -34,7 +34,17 @@ NOW_NANOS = 1_704_067_200 * 1_000_000_000  # the session's injected time (2024-0
 _ACTION_ARG = re.compile(r"^(\w+) arg ([\w.-]+)=(\S+)$")
 _REGISTERED = "registered:"
 
+# kube-shaped pod fields passed through as they are (the sessions run the kube filters)
+KUBE_POD_FIELDS = {
+    "labels": ("metadata", "labels"),
+    "affinity": ("spec", "affinity"),
+    "tolerations": ("spec", "tolerations"),
+    "topology_spread_constraints": ("spec", "topologySpreadConstraints"),
+    "preemption_policy": ("spec", "preemptionPolicy"),
+}
+
 _POD_KEYS = {
+    *KUBE_POD_FIELDS,
     "name",
     "podgroup",
     "requests",
@@ -61,6 +71,14 @@ def node_json(node: dict[str, Any]) -> dict[str, Any]:
         "spec": {"taints": list(node.get("taints") or [])},
         "status": {"allocatable": dict(node["allocatable"]["raw"])},
     }
+
+
+def add_kube_fields(pod: dict[str, Any], obj: dict[str, Any]) -> dict[str, Any]:
+    """Copy the scenario pod's kube-shaped fields (labels, affinity, ...) into the object."""
+    for field, (part, key) in KUBE_POD_FIELDS.items():
+        if pod.get(field) is not None:
+            obj.setdefault(part, {})[key] = pod[field]
+    return obj
 
 
 def pod_json(pod: dict[str, Any]) -> dict[str, Any]:
@@ -99,7 +117,8 @@ def pod_json(pod: dict[str, Any]) -> dict[str, Any]:
         spec["nodeName"] = pod["node"]
     if pod.get("node_selector"):
         spec["nodeSelector"] = dict(pod["node_selector"])
-    return {"kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": phase}}
+    obj = {"kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": phase}}
+    return add_kube_fields(pod, obj)
 
 
 def podgroup_json(pg: dict[str, Any]) -> dict[str, Any]:
