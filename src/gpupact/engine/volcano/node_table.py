@@ -44,8 +44,10 @@ class NodeTable:
 
     def refresh(self, node: NodeInfo) -> None:
         row = node.row
-        self.idle[row] = self._amounts(node.idle)
-        self.future[row] = self._amounts(node.future_idle())
+        idle = self._amounts(node.idle)
+        self.idle[row] = idle
+        # future idle = idle + releasing - pipelined, which only tasks make differ
+        self.future[row] = self._amounts(node.future_idle()) if node.tasks else idle
         self.used[row, 0] = int(node.used.cpu)
         self.used[row, 1] = int(node.used.memory)
         self.task_count[row] = len(node.tasks)
