@@ -32,6 +32,7 @@ from gpupact.kube.objects import Node, Pod, parse_node, parse_pod
 
 GANG = 64
 SEED = 7
+REFERENCE_NODES = 1000
 BEGIN, END = "<!-- gang:begin -->", "<!-- gang:end -->"
 COMMAND = "python benchmarks/gang.py --write"
 TIERS = [
@@ -106,7 +107,9 @@ def gang_pods(anti: bool, annotation: str) -> list[Pod]:
     return out
 
 
-def run_volcano(nodes: list[Node], running: list[Pod], anti: bool) -> tuple[float, float, int]:
+def run_volcano(
+    nodes: list[Node], running: list[Pod], anti: bool, vectorised: bool = True
+) -> tuple[float, float, int]:
     pods = running + gang_pods(anti, GROUP_NAME_ANNOTATION)
     group = parse_podgroup(
         {
@@ -117,7 +120,14 @@ def run_volcano(nodes: list[Node], running: list[Pod], anti: bool) -> tuple[floa
     )
     queue = parse_queue({"metadata": {"name": "q"}, "spec": {"weight": 1}})
     start = time.perf_counter()
-    session = Session(nodes=nodes, pods=pods, podgroups=[group], queues=[queue], tiers=TIERS)
+    session = Session(
+        nodes=nodes,
+        pods=pods,
+        podgroups=[group],
+        queues=[queue],
+        tiers=TIERS,
+        vectorised=vectorised,
+    )
     opened = time.perf_counter()
     result = session.run(["allocate"])
     return opened - start, time.perf_counter() - opened, len(result.binds)
@@ -169,6 +179,22 @@ def measure(sizes: list[int], repeat: int) -> list[dict[str, Any]]:
                     f" binds {binds}",
                     flush=True,
                 )
+    if REFERENCE_NODES in sizes:
+        # the one-node-at-a-time explaining path, once, for scale
+        nodes, running = cluster(REFERENCE_NODES, random.Random(SEED))
+        opened, ran, binds = run_volcano(nodes, running, False, vectorised=False)
+        rows.append(
+            {
+                "engine": "volcano, one node at a time (reference path)",
+                "nodes": REFERENCE_NODES,
+                "anti": False,
+                "open": opened,
+                "allocate": ran,
+                "allocate_min": ran,
+                "binds": binds,
+            }
+        )
+        print(f"reference path {REFERENCE_NODES} nodes allocate {ran:.3f} s", flush=True)
     return rows
 
 
