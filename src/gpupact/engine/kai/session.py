@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpupact.cluster.bulk import bulk_allocation
 from gpupact.engine.gang import (
     ACTIVE_ALLOCATED_STATUSES,
     ACTIVE_USED_STATUSES,
@@ -76,37 +77,38 @@ class KaiSession:
         now: float = 0.0,
         vectorised: bool = True,
     ) -> None:
-        self.config = config or KaiConfig()
-        self.now = now
-        self.nodes: dict[str, KaiNode] = {}
-        for node in nodes:
-            if node.name in self.nodes:
-                raise ValueError(f"duplicate node {node.name}")
-            self.nodes[node.name] = KaiNode(node)
-        self.queue_specs = {q.name: q for q in queues}
-        self.queues = fs.queue_shares(queues)
-        self.jobs: dict[str, KaiJob] = {}
-        for pg in podgroups:
-            if pg.key in self.jobs:
-                raise ValueError(f"duplicate PodGroup {pg.key}")
-            if pg.queue not in self.queues:
-                raise ValueError(f"PodGroup {pg.key} is in unknown queue {pg.queue!r}")
-            self.jobs[pg.key] = KaiJob(pg)
-        self.tasks: dict[str, KaiTask] = {}
-        for pod in pods:
-            self._add_pod(pod)
-        self.vectorised = vectorised  # False: one node at a time (the reference)
-        self.filters = self._open_filters()
-        self._track_free()
-        self.initial = {k: (t.status, t.node_name) for k, t in self.tasks.items()}
-        self.total = fs.zero()
-        for node in self.nodes.values():
-            self.total = fs.added(self.total, node_quantities(node.node))
-        self._account_usage()
-        fs.set_fair_shares(self.queues, self.total, self.config.k_value)
-        self.simulation_queues: dict[str, fs.QueueShare] = {}
-        self.binds: dict[str, str] = {}
-        self.evictions: list[str] = []
+        with bulk_allocation():  # many long-lived objects: no collector passes meanwhile
+            self.config = config or KaiConfig()
+            self.now = now
+            self.nodes: dict[str, KaiNode] = {}
+            for node in nodes:
+                if node.name in self.nodes:
+                    raise ValueError(f"duplicate node {node.name}")
+                self.nodes[node.name] = KaiNode(node)
+            self.queue_specs = {q.name: q for q in queues}
+            self.queues = fs.queue_shares(queues)
+            self.jobs: dict[str, KaiJob] = {}
+            for pg in podgroups:
+                if pg.key in self.jobs:
+                    raise ValueError(f"duplicate PodGroup {pg.key}")
+                if pg.queue not in self.queues:
+                    raise ValueError(f"PodGroup {pg.key} is in unknown queue {pg.queue!r}")
+                self.jobs[pg.key] = KaiJob(pg)
+            self.tasks: dict[str, KaiTask] = {}
+            for pod in pods:
+                self._add_pod(pod)
+            self.vectorised = vectorised  # False: one node at a time (the reference)
+            self.filters = self._open_filters()
+            self._track_free()
+            self.initial = {k: (t.status, t.node_name) for k, t in self.tasks.items()}
+            self.total = fs.zero()
+            for node in self.nodes.values():
+                self.total = fs.added(self.total, node_quantities(node.node))
+            self._account_usage()
+            fs.set_fair_shares(self.queues, self.total, self.config.k_value)
+            self.simulation_queues: dict[str, fs.QueueShare] = {}
+            self.binds: dict[str, str] = {}
+            self.evictions: list[str] = []
 
     def _add_pod(self, pod: Pod) -> None:
         task = KaiTask.from_pod(pod)

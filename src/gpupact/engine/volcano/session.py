@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from gpupact.cluster.bulk import bulk_allocation
 from gpupact.engine.gang import (
     COMPLETED_STATUSES,
     Op,
@@ -150,56 +151,59 @@ class Session:
         vectorised: bool = True,
         now_nanos: int = 0,
     ) -> None:
-        from gpupact.engine.volcano.plugins import build_plugin
+        with bulk_allocation():  # many long-lived objects: no collector passes meanwhile
+            from gpupact.engine.volcano.plugins import build_plugin
 
-        self.tiers: list[list[PluginOption]] = [list(t) for t in tiers]
-        self.enabled_actions = frozenset(enabled_actions)
-        self.action_arguments = dict(action_arguments or {})
-        self.priority_classes = dict(priority_classes or {})
-        self.node_list: list[NodeInfo] = [NodeInfo(n) for n in nodes]
-        self.nodes: dict[str, NodeInfo] = {}
-        for node in self.node_list:
-            if node.name in self.nodes:
-                raise ValueError(f"duplicate node {node.name}")
-            self.nodes[node.name] = node
-        self.queues: dict[str, Queue] = {}
-        for queue in sorted(queues, key=lambda q: q.name):
-            if queue.name in self.queues:
-                raise ValueError(f"duplicate queue {queue.name}")
-            self.queues[queue.name] = queue
-        self.jobs: dict[str, JobInfo] = {}
-        for pg in sorted(podgroups, key=lambda g: g.key):
-            if pg.key in self.jobs:
-                raise ValueError(f"duplicate PodGroup {pg.key}")
-            self.jobs[pg.key] = JobInfo(pg, self.priority_classes.get(pg.priority_class_name, 0))
-        self.tasks: dict[str, TaskInfo] = {}
-        for pod in pods:
-            self._add_pod(pod)
-        self.total_resource = Resource()
-        for node in self.node_list:
-            self.total_resource.add(node.allocatable)
-        # vectorised node checks and scores (`vectorised=False`: one node at a time, the
-        # explaining reference); cached per task until the next allocate / deallocate
-        self.vectorised = vectorised
-        self.now_nanos = now_nanos  # injected time, unix ns (the sla plugin's waiting times)
-        self.generation = 0
-        self._batch: dict[tuple, Any] = {}
-        scalar_names = {n for node in self.node_list for n in node.allocatable.scalars or {}}
-        scalar_names |= {n for t in self.tasks.values() for n in t.init_resreq.scalars or {}}
-        self.table = NodeTable(self.node_list, scalar_names)
+            self.tiers: list[list[PluginOption]] = [list(t) for t in tiers]
+            self.enabled_actions = frozenset(enabled_actions)
+            self.action_arguments = dict(action_arguments or {})
+            self.priority_classes = dict(priority_classes or {})
+            self.node_list: list[NodeInfo] = [NodeInfo(n) for n in nodes]
+            self.nodes: dict[str, NodeInfo] = {}
+            for node in self.node_list:
+                if node.name in self.nodes:
+                    raise ValueError(f"duplicate node {node.name}")
+                self.nodes[node.name] = node
+            self.queues: dict[str, Queue] = {}
+            for queue in sorted(queues, key=lambda q: q.name):
+                if queue.name in self.queues:
+                    raise ValueError(f"duplicate queue {queue.name}")
+                self.queues[queue.name] = queue
+            self.jobs: dict[str, JobInfo] = {}
+            for pg in sorted(podgroups, key=lambda g: g.key):
+                if pg.key in self.jobs:
+                    raise ValueError(f"duplicate PodGroup {pg.key}")
+                self.jobs[pg.key] = JobInfo(
+                    pg, self.priority_classes.get(pg.priority_class_name, 0)
+                )
+            self.tasks: dict[str, TaskInfo] = {}
+            for pod in pods:
+                self._add_pod(pod)
+            self.total_resource = Resource()
+            for node in self.node_list:
+                self.total_resource.add(node.allocatable)
+            # vectorised node checks and scores (`vectorised=False`: one node at a time, the
+            # explaining reference); cached per task until the next allocate / deallocate
+            self.vectorised = vectorised
+            self.now_nanos = now_nanos  # injected time, unix ns (the sla plugin's waiting times)
+            self.generation = 0
+            self._batch: dict[tuple, Any] = {}
+            scalar_names = {n for node in self.node_list for n in node.allocatable.scalars or {}}
+            scalar_names |= {n for t in self.tasks.values() for n in t.init_resreq.scalars or {}}
+            self.table = NodeTable(self.node_list, scalar_names)
 
-        self.fns: dict[str, dict[str, Any]] = {}
-        self.event_handlers: list[EventHandler] = []
-        self.binds: dict[str, str] = {}
-        self.evictions: list[str] = []
-        self.plugins = []
-        for tier in self.tiers:
-            for option in tier:
-                plugin = build_plugin(option)
-                self.plugins.append(plugin)
-        for plugin in self.plugins:
-            plugin.on_session_open(self)
-        self.closed = False
+            self.fns: dict[str, dict[str, Any]] = {}
+            self.event_handlers: list[EventHandler] = []
+            self.binds: dict[str, str] = {}
+            self.evictions: list[str] = []
+            self.plugins = []
+            for tier in self.tiers:
+                for option in tier:
+                    plugin = build_plugin(option)
+                    self.plugins.append(plugin)
+            for plugin in self.plugins:
+                plugin.on_session_open(self)
+            self.closed = False
 
     def _add_pod(self, pod: Pod) -> None:
         task = TaskInfo.from_pod(pod)
