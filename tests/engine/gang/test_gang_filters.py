@@ -14,7 +14,6 @@ import pytest
 
 from gpupact.engine.gang import PodGroupPhase, parse_podgroup
 from gpupact.engine.kai import KaiSession, parse_kai_podgroup, parse_kai_queue
-from gpupact.engine.placement.session_filters import SessionFilters
 from gpupact.engine.volcano import PluginOption, Session
 from gpupact.engine.volcano.model import parse_queue
 from gpupact.kube.objects import parse_node, parse_pod
@@ -209,18 +208,60 @@ def test_predicates_arguments_switch_filters_off():
 HOST_PORT = {"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 8080}]}]}
 
 
+@pytest.mark.parametrize("vectorised", PATHS)
 @pytest.mark.parametrize(("run", "key"), ENGINES)
-def test_host_port_conflicts_inside_a_gang(run, key):
-    if not SessionFilters([parse_node(node("n0"))]).node_ports_modelled():
-        pytest.skip("the placement engine has no NodePorts filter yet (session_filters hook)")
+def test_host_port_conflicts_inside_a_gang(run, key, vectorised):
     nodes = [node(f"n{i}") for i in range(4)]
     pods = []
     for i in range(4):
         obj = pod(f"w{i}", key, "train")
         obj["spec"]["containers"][0]["ports"] = HOST_PORT["containers"][0]["ports"]
         pods.append(obj)
-    result = run(nodes, pods, 4)
+    result = run(nodes, pods, 4, vectorised)
     assert sorted(result.binds.values()) == ["n0", "n1", "n2", "n3"]
+    # a fifth member has no node with the port free: the whole gang waits
+    extra = pod("w4", key, "train")
+    extra["spec"]["containers"][0]["ports"] = HOST_PORT["containers"][0]["ports"]
+    assert run(nodes, [*pods, extra], 5, vectorised).binds == {}
+
+
+@pytest.mark.parametrize("vectorised", PATHS)
+def test_preempt_frees_a_host_port_for_the_preemptor(vectorised):
+    """NodePorts reads the node's ports as they are (not PreFilter state): evicting the
+    victim that holds the port makes room within the same preempt."""
+    key = "scheduling.k8s.io/group-name"
+    ports = HOST_PORT["containers"][0]["ports"]
+    victim = pod("victim", key, "low", nodeName="n0", phase="Running", priority=1)
+    victim["spec"]["containers"][0]["ports"] = ports
+    preemptor = pod("p", key, "high", priority=100)
+    preemptor["spec"]["containers"][0]["ports"] = ports
+    podgroups = [
+        {
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"minMember": size, "queue": "q", "priorityClassName": name},
+            "status": {"phase": phase},
+        }
+        for name, size, phase in (("low", 0, "Running"), ("high", 1, "Inqueue"))
+    ]
+    tiers = [
+        [
+            PluginOption("priority", frozenset({"jobOrder", "taskOrder", "preemptable"})),
+            PluginOption("gang", frozenset({"jobStarving", "jobPipelined", "preemptable"})),
+            PREDICATES,
+        ]
+    ]
+    ssn = Session(
+        nodes=[parse_node(node("n0", gpus=8))],
+        pods=[parse_pod(victim), parse_pod(preemptor)],
+        podgroups=[parse_podgroup(g) for g in podgroups],
+        queues=[parse_queue({"metadata": {"name": "q"}, "spec": {"weight": 1}})],
+        tiers=tiers,
+        priority_classes={"low": 10, "high": 1000},
+        vectorised=vectorised,
+    )
+    result = ssn.run(["preempt"])
+    assert result.evicted == ("ns/victim",)
+    assert result.pipelined == {"ns/p": "n0"}
 
 
 @pytest.mark.parametrize("anti", [True, False])

@@ -102,6 +102,8 @@ def _pod(rng: random.Random, name: str, group_key: str, job: str, app: str, **kw
         ]
     if kw.get("priority") is not None:
         spec["priority"] = kw["priority"]
+    if rng.random() < 0.15:
+        spec["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": rng.choice((80, 81))}]
     if group_key == "pod-group-name" and rng.random() < 0.25:
         # KAI GPU sharing: a fraction of one GPU; a running one sits on a GPU group
         requests.pop("nvidia.com/gpu", None)

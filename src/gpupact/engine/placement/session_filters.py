@@ -16,10 +16,12 @@ placement engine's own entry points:
 - `status(pod, node)`: one node with the scalar framework functions, the explaining
   reference the fast path must agree with.
 
-PreFilter state: `codes` is itself a snapshot (the filters' codes read only the PreFilter
-counts and node labels); `prepare` gives the scalar path's snapshot. Volcano keeps the
-snapshot taken at a task's PrePredicate for its Filter calls (so in preempt a victim evicted
-after PrePredicate still counts for the preemptor's anti-affinity, as upstream).
+PreFilter state: `codes` is itself a snapshot (InterPodAffinity's and PodTopologySpread's
+Filter read only PreFilter counts and node labels; NodePorts reads the node's used ports
+now, hence `with_ports(live_ports(pod))`); `prepare` gives the scalar path's snapshot.
+Volcano keeps the snapshot taken at a task's PrePredicate for its Filter calls (so in
+preempt a victim evicted after PrePredicate still counts for the preemptor's anti-affinity,
+while the host port it held is free again, as upstream).
 
 Statuses combine as Volcano's `Predicate` does: a failing static filter (cordon, nodeName,
 taints, node affinity) ends the check; otherwise NodePorts, InterPodAffinity and
@@ -40,19 +42,10 @@ from gpupact.engine.placement.plugins import inter_pod_affinity as ipa
 from gpupact.engine.placement.plugins import node_filters as nf
 from gpupact.engine.placement.plugins import pod_topology_spread as ptsv
 from gpupact.engine.placement.scheduler import Scheduler
+from gpupact.kube import host_ports as hp
 from gpupact.kube import topology_spread as pts
 from gpupact.kube.objects import Node, Pod
 from gpupact.kube.status import SUCCESS, Code, Status
-
-# The NodePorts hook: when the placement engine gains a NodePorts filter it exposes
-# `Scheduler.node_ports_codes(pod) -> int8[N]` (0 passes, 1 a host port is taken) and
-# `framework.node_ports_status(pod, node, pods_on_node) -> Status`; both paths pick them up
-# here. Until then host ports are not checked (no pod's ports are parsed yet).
-NODE_PORTS_CODES = "node_ports_codes"
-NODE_PORTS_STATUS = "node_ports_status"
-NODE_PORTS = "NodePorts"
-REASON_NODE_PORTS = "node(s) didn't have free ports for the requested pod ports"
-STATUS_NODE_PORTS = Status(Code.UNSCHEDULABLE, (REASON_NODE_PORTS,), NODE_PORTS)
 
 UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
@@ -95,7 +88,7 @@ def dynamic_failures(
 class FilterCodes:
     """A pod's answer on every node: `ok` per node and, on demand, the node's Status."""
 
-    __slots__ = ("affinity", "ok", "ports", "spread", "static")
+    __slots__ = ("_raw", "affinity", "ok", "ports", "spread", "static")
 
     def __init__(
         self,
@@ -104,6 +97,7 @@ class FilterCodes:
         affinity: np.ndarray,
         spread: np.ndarray,
     ) -> None:
+        self._raw = (affinity, spread)
         # a static failure ends the check; an unresolvable affinity failure stops before spread
         dynamic = static == nf.PASS
         self.static = static
@@ -112,11 +106,16 @@ class FilterCodes:
         self.spread = np.where(dynamic & (self.affinity != 1), spread, 0)
         self.ok = dynamic & (self.ports == 0) & (self.affinity == 0) & (self.spread == 0)
 
+    def with_ports(self, ports: np.ndarray) -> FilterCodes:
+        """The same PreFilter answers with NodePorts as the nodes are now (its Filter reads
+        the node's used ports, not PreFilter state)."""
+        return FilterCodes(self.static, ports, *self._raw)
+
     def status(self, row: int) -> Status:
         static = int(self.static[row])
         if static:
             return nf.STATUSES[static]  # type: ignore[return-value]
-        ports = STATUS_NODE_PORTS if self.ports[row] else None
+        ports = hp.STATUS if self.ports[row] else None
         affinity = ipa.FILTER_STATUSES[int(self.affinity[row])]
         spread = ptsv.FILTER_STATUSES[int(self.spread[row])]
         return combine(dynamic_failures(ports, affinity, spread))
@@ -173,17 +172,27 @@ class SessionFilters:
         return bool(self._codes[2].ok[row])
 
     def codes(self, pod: Pod) -> FilterCodes:
-        checks, spread, affinity = self.scheduler.session_filters(pod)
+        checks, spread, affinity, taken = self.scheduler.session_filters(pod)
         n = self.state.num_nodes
         zero = np.zeros(n, dtype=np.int8)
-        ports_fn = getattr(self.scheduler, NODE_PORTS_CODES, None)
-        ports = ports_fn(pod) if ports_fn is not None and self.enabled.node_ports else zero
+        ports = self._ports(taken, n)
         return FilterCodes(
             checks.codes,
             ports,
             affinity if self.enabled.pod_affinity else zero,
             spread if self.enabled.topology_spread else zero,
         )
+
+    def _ports(self, taken: np.ndarray | None, n: int) -> np.ndarray:
+        if taken is None or not self.enabled.node_ports:
+            return np.zeros(n, dtype=np.int8)
+        return taken.astype(np.int8)
+
+    def live_ports(self, pod: Pod) -> np.ndarray:
+        """int8[N]: NodePorts now (1: a host port the pod asks for is taken on the node)."""
+        if not pod.host_ports:
+            return np.zeros(self.state.num_nodes, dtype=np.int8)
+        return self._ports(self.scheduler.session_filters(pod)[3], self.state.num_nodes)
 
     # --- one node (the explaining reference) -----------------------------------------------
 
@@ -197,10 +206,7 @@ class SessionFilters:
         spread = None
         if pod.topology_spread_constraints:
             spread = pts.prefilter(pod, cluster.nodes, cluster.bound_pods)
-        pods_on: dict[str, list[Pod]] = {}
-        for other in cluster.bound_pods:
-            pods_on.setdefault(other.node_name, []).append(other)
-        prepared = (spread, affinity_prefilter(pod, cluster), pods_on)
+        prepared = (spread, affinity_prefilter(pod, cluster))
         self._scalar = (pod.key, version, prepared)
         return prepared
 
@@ -210,20 +216,17 @@ class SessionFilters:
         verdict = filter_node_static(pod, node)
         if not verdict.fits:
             return verdict.status
-        spread_state, affinity_state, pods_on = prepared or self.prepare(pod)
+        spread_state, affinity_state = prepared or self.prepare(pod)
         ports = None
-        ports_fn = _framework_hook(NODE_PORTS_STATUS)
-        if ports_fn is not None and self.enabled.node_ports:
-            ports = ports_fn(pod, node, pods_on.get(node.name, []))
+        if pod.host_ports and self.enabled.node_ports:
+            # NodePorts reads the node's used ports as they are now
+            used = self.state.used_ports.get(self.state.node_index[node.name])
+            ports = hp.filter_ports(pod.host_ports, used)
         affinity = affinity_state.filter(node.labels) if self.enabled.pod_affinity else None
         spread = None
         if spread_state is not None and self.enabled.topology_spread:
             spread = pts.filter_node(spread_state, node)
         return combine(dynamic_failures(ports, affinity, spread))
-
-    def node_ports_modelled(self) -> bool:
-        """True once the placement engine provides the NodePorts filter (see the hook)."""
-        return hasattr(self.scheduler, NODE_PORTS_CODES)
 
 
 # The last node list's ClusterState without pods: sessions on the same Node objects (the
@@ -244,9 +247,3 @@ def _node_state(nodes: Sequence[Node]) -> ClusterState:
 def forget_node_states() -> None:
     """Drop the kept node columns (benchmarks time a cold session open with it)."""
     _BASE.clear()
-
-
-def _framework_hook(name: str):
-    from gpupact.engine.placement import framework
-
-    return getattr(framework, name, None)

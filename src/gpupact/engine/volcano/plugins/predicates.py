@@ -88,6 +88,8 @@ class PredicatesPlugin(Plugin):
 
         def batch_predicate(task: TaskInfo) -> tuple[np.ndarray, Callable[[int], Status]]:
             codes = prefiltered.get(task.uid) or filters.codes(task.pod)
+            if task.pod.host_ports:
+                codes = codes.with_ports(filters.live_ports(task.pod))
             full = table.pods_full()
 
             def status_of(row: int) -> Status:
