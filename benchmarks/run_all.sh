@@ -13,3 +13,4 @@ python benchmarks/twin.py --write
 python benchmarks/cli_startup.py --write
 python benchmarks/ledger_ingest.py --write
 python benchmarks/gateway.py --write  # needs wrk (Debian package)
+python benchmarks/gang.py --write

@@ -23,6 +23,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Protocol, TypeVar
 
+from gpupact.engine.preemption.importance import parse_time_nanos
 from gpupact.errors import FieldError, PathPart
 from gpupact.kube.fields import (
     integer,
@@ -78,6 +79,7 @@ class PodGroupPhase(StrEnum):
 
 
 _EMPTY_COUNTS: Mapping[str, int] = MappingProxyType({})
+_EMPTY_LABELS: Mapping[str, str] = MappingProxyType({})
 
 
 @dataclass(slots=True)
@@ -95,6 +97,8 @@ class PodGroup:
     priority_class_name: str = ""
     phase: PodGroupPhase = PodGroupPhase.PENDING
     preemptable: bool = False  # the PodGroup's own volcano.sh/preemptable (default false)
+    creation_nanos: int | None = None  # metadata.creationTimestamp (unix ns); None: unset
+    annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY_LABELS)
 
     @property
     def key(self) -> str:
@@ -148,6 +152,7 @@ def parse_podgroup(obj: Any) -> PodGroup:
         )
     elif PREEMPTABLE_KEY in labels:
         preemptable = _parse_bool(labels[PREEMPTABLE_KEY], ("metadata", "labels", PREEMPTABLE_KEY))
+    created = string(meta.get("creationTimestamp"), ("metadata", "creationTimestamp"))
     return PodGroup(
         name=name,
         namespace=string(meta.get("namespace"), ("metadata", "namespace")) or "default",
@@ -158,6 +163,10 @@ def parse_podgroup(obj: Any) -> PodGroup:
         priority_class_name=string(spec.get("priorityClassName"), ("spec", "priorityClassName")),
         phase=phase,
         preemptable=preemptable,
+        creation_nanos=(
+            parse_time_nanos(created, ("metadata", "creationTimestamp")) if created else None
+        ),
+        annotations=MappingProxyType(dict(annotations)),
     )
 
 

@@ -13,18 +13,16 @@ directory is read whole before anything is returned.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gpupact.cluster.bulk import bulk_allocation
 from gpupact.errors import FieldError, InputError, PathPart
 from gpupact.ops.model import ClusterSnapshot, SnapshotBuilder
 from gpupact.source import Document, iter_objects, load_documents
 
 SUFFIXES = (".json", ".yaml", ".yml")
-_BULK_OBJECTS = 200_000  # new container objects above which one full collection follows a load
 
 
 def snapshot_files(directory: str | Path) -> list[Path]:
@@ -67,31 +65,10 @@ def _located(
     return located
 
 
-@contextmanager
-def _bulk_allocation() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a snapshot is decoded and parsed.
-
-    Loading allocates millions of long-lived containers (decoded JSON, typed objects) and
-    almost no garbage; with the collector running, its repeated full passes over the
-    growing heap cost more than decoding the JSON. Paused, a large load is examined once, by
-    one full collection on the way out (a small one is left to the collector's usual young
-    pass). Only a collector that was enabled is resumed."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-        if gc.get_count()[0] > _BULK_OBJECTS:
-            gc.collect()
-
-
 def load_snapshot_files(paths: Sequence[str | Path], *, source: str = "") -> ClusterSnapshot:
     """Every object of `paths`, in order, into one snapshot."""
     builder = SnapshotBuilder(source=source or ", ".join(map(str, paths)))
-    with _bulk_allocation():
+    with bulk_allocation():
         for path in paths:
             for doc in load_documents(path):
                 for where, obj in iter_objects(doc):

@@ -239,7 +239,7 @@ def test_session_rejects_inconsistent_or_unmodelled_input() -> None:
     with pytest.raises(ValueError, match="unknown parent"):
         make([node("n1", 1)], [], [], [queue("qa", 1, parent="ghost")])
     shared = pod("s0", "s", 0)
-    shared["metadata"]["annotations"]["gpu-fraction"] = "0.5"
+    shared["metadata"]["annotations"]["gpu-memory"] = "2000"
     with pytest.raises(UnsupportedError):
         make([node("n1", 1)], [shared], [group("s", "qa")], [queue("qa", 1)])
     with pytest.raises(NotModelledError):

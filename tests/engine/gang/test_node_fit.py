@@ -1,5 +1,6 @@
-"""static_fit: the gang sessions' node check is the filter chain's static part, the same
-implementation filter_node runs first; free resources are not its business."""
+"""The gang sessions' node check on a node without other pods is the filter chain's static
+part, the same implementation filter_node runs first (the scalar path and every-node-at-once
+path agree); free resources are not its business."""
 
 from __future__ import annotations
 
@@ -15,9 +16,16 @@ from gpupact.engine.placement.framework import (
     filter_node,
     filter_node_static,
 )
-from gpupact.engine.volcano.node_fit import static_fit
+from gpupact.engine.placement.session_filters import SessionFilters
 from gpupact.kube.objects import Node, Pod, parse_node, parse_pod
 from gpupact.kube.status import Code
+
+
+def static_fit(the_pod: Pod, the_node: Node):
+    filters = SessionFilters([the_node])
+    status = filters.status(the_pod, the_node)
+    assert filters.codes(the_pod).status(0) == status
+    return status
 
 
 def node(name: str = "n1", *, labels=None, taints=None, cordoned: bool = False) -> Node:

@@ -69,12 +69,32 @@ def _allocate_task(
     for node in ssn.ordered_nodes(task, nodes):
         if not ssn.fitting_node(task, node):
             continue
+        if task.shared is not None:
+            if _allocate_shared(ssn, stmt, task, node, pipeline_only):
+                return True
+            continue
         if not pipeline_only and node.fits_idle(task):
             ssn.allocate(stmt, task, node.name)
         else:
             ssn.pipeline(stmt, task, node.name, not pipeline_only)
         return True
     return False
+
+
+def _allocate_shared(
+    ssn: KaiSession, stmt: Statement, task: KaiTask, node: KaiNode, pipeline_only: bool
+) -> bool:
+    """A fractional GPU pod goes on the node's preferred GPU group(s); it is pipelined when
+    they wait for releasing resources."""
+    assert task.shared is not None
+    choice = node.sharing.choose(task, task.shared, pipeline_only)
+    if choice is None:
+        return False
+    if pipeline_only or choice.releasing:
+        ssn.pipeline(stmt, task, node.name, False, choice.groups)
+    else:
+        ssn.allocate(stmt, task, node.name, choice.groups)
+    return True
 
 
 def should_pipeline(job: JobView) -> bool:

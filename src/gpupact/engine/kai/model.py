@@ -8,7 +8,7 @@ uses float64). A queue's `-1` means unlimited, as upstream.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from types import MappingProxyType
@@ -19,6 +19,14 @@ from gpupact.engine.gang import (
     ACTIVE_USED_STATUSES,
     ALLOCATED_STATUSES,
     TaskStatus,
+)
+from gpupact.engine.kai.gpu_sharing import (
+    SharedGpus,
+    SharedRequest,
+    gpu_count,
+    gpu_memory,
+    pod_gpu_groups,
+    shared_request,
 )
 from gpupact.errors import FieldError
 from gpupact.kube.fields import integer, mapping, object_header, optional_mapping, string
@@ -31,7 +39,6 @@ RESOURCES = ("cpu", "memory", "gpu")  # the fair-share dimensions, in upstream o
 MEBIBYTES = 1000 * 1000  # upstream's name for the memory quota unit (it is 10^6 bytes)
 
 POD_GROUP_ANNOTATION = "pod-group-name"
-GPU_FRACTION_ANNOTATION = "gpu-fraction"
 GPU_MEMORY_ANNOTATION = "gpu-memory"
 PREEMPTIBLE = "preemptible"
 NON_PREEMPTIBLE = "non-preemptible"
@@ -196,6 +203,8 @@ class KaiTask:
     pod: Pod
     virtual: bool = False  # status set by this session's simulation (not yet real)
     _unbound: Pod | None = None
+    shared: SharedRequest | None = None  # a fractional GPU request (GPU sharing)
+    gpu_groups: tuple[str, ...] = ()  # the GPU groups a shared pod sits on
 
     @property
     def placement_pod(self) -> Pod:
@@ -214,17 +223,17 @@ class KaiTask:
         return {
             "cpu": self.requests.get(CPU, 0),
             "memory": self.requests.get(MEMORY, 0),
-            "gpu": self.requests.get(GPU, 0),
+            "gpu": self.shared.gpus if self.shared is not None else self.requests.get(GPU, 0),
         }
 
     @property
     def requires_gpu(self) -> bool:
-        return self.requests.get(GPU, 0) > 0
+        return self.shared is not None or self.requests.get(GPU, 0) > 0
 
     @classmethod
     def from_pod(cls, pod: Pod) -> KaiTask:
-        if GPU_FRACTION_ANNOTATION in pod.annotations or GPU_MEMORY_ANNOTATION in pod.annotations:
-            raise UnsupportedError("fractional GPU requests (GPU sharing)")
+        if GPU_MEMORY_ANNOTATION in pod.annotations:
+            raise UnsupportedError("GPU memory requests (gpu-memory)")
         group = pod.annotations.get(POD_GROUP_ANNOTATION, "")
         return cls(
             uid=pod.uid or pod.name,
@@ -235,6 +244,8 @@ class KaiTask:
             node_name=pod.node_name,
             requests=MappingProxyType(scheduler_view(pod.requests())),
             pod=pod,
+            shared=shared_request(pod),
+            gpu_groups=pod_gpu_groups(pod),
         )
 
     def should_allocate(self, real: bool) -> bool:
@@ -362,8 +373,26 @@ class KaiNode:
         self.idle: dict[str, int] = dict(self.allocatable)
         self.releasing: dict[str, int] = {}
         self.tasks: dict[str, TaskStatus] = {}
+        self.task_groups: dict[str, tuple[str, ...]] = {}  # GPU groups each pod was added on
+        self.used_whole_gpus = 0  # whole GPUs requested by the node's pods (any status)
+        self.sharing = SharedGpus(
+            self, gpu_count(node, self.allocatable.get(GPU, 0)), gpu_memory(node)
+        )
+        self.row = -1  # position in the session's node list
+        # told of every pod added to / removed from the node (the session's filter mirror)
+        self.on_add: Callable[[KaiTask, KaiNode], None] | None = None
+        self.on_remove: Callable[[KaiTask, KaiNode], None] | None = None
+        # told after every change to the node's idle / releasing amounts (column views)
+        self.on_change: Callable[[KaiNode], None] | None = None
 
-    def _apply(self, task: KaiTask, status: TaskStatus, sign: int) -> None:
+    def add_gpus(self, kind: str, delta: int) -> None:
+        book = self.idle if kind == "idle" else self.releasing
+        book[GPU] = book.get(GPU, 0) + delta
+        if self.on_change is not None:
+            self.on_change(self)
+
+    def _apply(self, task: KaiTask, status: TaskStatus, sign: int, groups: tuple[str, ...]) -> None:
+        self.used_whole_gpus += sign * task.requests.get(GPU, 0)
         for name, amount in task.requests.items():
             delta = sign * amount
             if status is TaskStatus.RELEASING:
@@ -373,31 +402,56 @@ class KaiNode:
                 self.releasing[name] = self.releasing.get(name, 0) - delta
             else:
                 self.idle[name] = self.idle.get(name, 0) - delta
+        if task.shared is not None:
+            for group in groups:
+                if sign > 0:
+                    self.sharing.add(task.shared, status, group)
+                else:
+                    self.sharing.remove(task.shared, status, group)
+        if self.on_change is not None:
+            self.on_change(self)
 
     def add_task(self, task: KaiTask) -> None:
         if task.key in self.tasks:
             raise ValueError(f"task {task.key} already on node {self.name}")
         self.tasks[task.key] = task.status
-        self._apply(task, task.status, 1)
+        self.task_groups[task.key] = task.gpu_groups
+        self._apply(task, task.status, 1, task.gpu_groups)
+        if self.on_add is not None:
+            self.on_add(task, self)
 
     def remove_task(self, task: KaiTask) -> None:
         status = self.tasks.pop(task.key, None)
         if status is not None:
-            self._apply(task, status, -1)
+            self._apply(task, status, -1, self.task_groups.pop(task.key, ()))
+            if self.on_remove is not None:
+                self.on_remove(task, self)
 
     def update_task(self, task: KaiTask) -> None:
         self.remove_task(task)
         self.add_task(task)
 
     def fits_idle(self, task: KaiTask) -> bool:
-        return all(v <= self.idle.get(n, 0) for n, v in task.requests.items() if v)
+        if not all(v <= self.idle.get(n, 0) for n, v in task.requests.items() if v):
+            return False
+        if task.shared is None:
+            return True
+        return self.sharing.device_fit(task.shared, self.idle_gpus())
 
     def fits_idle_or_releasing(self, task: KaiTask) -> bool:
-        return all(
+        if not all(
             v <= self.idle.get(n, 0) + self.releasing.get(n, 0)
             for n, v in task.requests.items()
             if v
-        )
+        ):
+            return False
+        if task.shared is None:
+            return True
+        return self.sharing.device_fit(task.shared, self.idle_gpus() + self.releasing_gpus())
+
+    def free(self, resource: str) -> int:
+        """Idle plus releasing (what binpack orders nodes by)."""
+        return self.idle.get(resource, 0) + self.releasing.get(resource, 0)
 
     def idle_gpus(self) -> int:
         return self.idle.get(GPU, 0)

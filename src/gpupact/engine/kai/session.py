@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from gpupact.cluster.bulk import bulk_allocation
 from gpupact.engine.gang import (
     ACTIVE_ALLOCATED_STATUSES,
     ACTIVE_USED_STATUSES,
@@ -33,7 +36,7 @@ from gpupact.engine.kai.model import (
     node_quantities,
     task_less,
 )
-from gpupact.engine.volcano.node_fit import static_fit
+from gpupact.engine.placement.session_filters import SessionFilters
 from gpupact.kube.objects import Node, Pod
 
 
@@ -59,6 +62,7 @@ class KaiResult:
     pipelined: Mapping[str, str]  # pod key -> node it waits for
     relocated: Mapping[str, str]  # running pod key -> the other node it was moved to
     statuses: Mapping[str, TaskStatus]  # pod key -> status after the session
+    gpu_groups: Mapping[str, tuple[str, ...]]  # pod key -> GPU groups (shared pods placed)
 
 
 class KaiSession:
@@ -71,35 +75,40 @@ class KaiSession:
         queues: Sequence[KaiQueue],
         config: KaiConfig | None = None,
         now: float = 0.0,
+        vectorised: bool = True,
     ) -> None:
-        self.config = config or KaiConfig()
-        self.now = now
-        self.nodes: dict[str, KaiNode] = {}
-        for node in nodes:
-            if node.name in self.nodes:
-                raise ValueError(f"duplicate node {node.name}")
-            self.nodes[node.name] = KaiNode(node)
-        self.queue_specs = {q.name: q for q in queues}
-        self.queues = fs.queue_shares(queues)
-        self.jobs: dict[str, KaiJob] = {}
-        for pg in podgroups:
-            if pg.key in self.jobs:
-                raise ValueError(f"duplicate PodGroup {pg.key}")
-            if pg.queue not in self.queues:
-                raise ValueError(f"PodGroup {pg.key} is in unknown queue {pg.queue!r}")
-            self.jobs[pg.key] = KaiJob(pg)
-        self.tasks: dict[str, KaiTask] = {}
-        for pod in pods:
-            self._add_pod(pod)
-        self.initial = {k: (t.status, t.node_name) for k, t in self.tasks.items()}
-        self.total = fs.zero()
-        for node in self.nodes.values():
-            self.total = fs.added(self.total, node_quantities(node.node))
-        self._account_usage()
-        fs.set_fair_shares(self.queues, self.total, self.config.k_value)
-        self.simulation_queues: dict[str, fs.QueueShare] = {}
-        self.binds: dict[str, str] = {}
-        self.evictions: list[str] = []
+        with bulk_allocation():  # many long-lived objects: no collector passes meanwhile
+            self.config = config or KaiConfig()
+            self.now = now
+            self.nodes: dict[str, KaiNode] = {}
+            for node in nodes:
+                if node.name in self.nodes:
+                    raise ValueError(f"duplicate node {node.name}")
+                self.nodes[node.name] = KaiNode(node)
+            self.queue_specs = {q.name: q for q in queues}
+            self.queues = fs.queue_shares(queues)
+            self.jobs: dict[str, KaiJob] = {}
+            for pg in podgroups:
+                if pg.key in self.jobs:
+                    raise ValueError(f"duplicate PodGroup {pg.key}")
+                if pg.queue not in self.queues:
+                    raise ValueError(f"PodGroup {pg.key} is in unknown queue {pg.queue!r}")
+                self.jobs[pg.key] = KaiJob(pg)
+            self.tasks: dict[str, KaiTask] = {}
+            for pod in pods:
+                self._add_pod(pod)
+            self.vectorised = vectorised  # False: one node at a time (the reference)
+            self.filters = self._open_filters()
+            self._track_free()
+            self.initial = {k: (t.status, t.node_name) for k, t in self.tasks.items()}
+            self.total = fs.zero()
+            for node in self.nodes.values():
+                self.total = fs.added(self.total, node_quantities(node.node))
+            self._account_usage()
+            fs.set_fair_shares(self.queues, self.total, self.config.k_value)
+            self.simulation_queues: dict[str, fs.QueueShare] = {}
+            self.binds: dict[str, str] = {}
+            self.evictions: list[str] = []
 
     def _add_pod(self, pod: Pod) -> None:
         task = KaiTask.from_pod(pod)
@@ -114,6 +123,24 @@ class KaiSession:
         job = self.jobs.get(task.job)
         if job is not None:
             job.tasks[task.uid] = task
+
+    def _open_filters(self) -> SessionFilters:
+        """KAI's `predicates`: the kube filters over each node's pods, which follow every
+        task the session adds to or removes from a node (upstream NodeInfo.AddTask updates
+        the node's pod-affinity info)."""
+        by_key = self.tasks
+        placed = [
+            (by_key[key].pod, node.name)
+            for node in self.nodes.values()
+            for key in sorted(node.tasks)
+            if key in by_key
+        ]
+        filters = SessionFilters([n.node for n in self.nodes.values()], placed)
+        for row, node in enumerate(self.nodes.values()):
+            node.row = row
+            node.on_add = lambda task, at: filters.add(task.pod, at.name)
+            node.on_remove = lambda task, at: filters.remove(task.pod, at.name)
+        return filters
 
     def _account_usage(self) -> None:
         """Queue allocated / requested amounts, summed up the tree."""
@@ -194,15 +221,48 @@ class KaiSession:
             < 0
         )
 
-    def ordered_nodes(self, task: KaiTask, nodes: Iterable[KaiNode]) -> list[KaiNode]:
+    def ordered_nodes(self, task: KaiTask, nodes: Sequence[KaiNode]) -> list[KaiNode]:
         """Binpack: the node with the least free of what the task asks for first (GPUs for
-        a GPU pod, else cpu); equal nodes keep their order."""
+        a GPU pod, else cpu); for a fractional GPU pod, nodes with a GPU group it fits come
+        first (gpusharingorder's score outweighs binpack's); equal nodes keep their order.
+        Vectorised: a stable argsort of the free column (the same order)."""
         resource = GPU if task.requires_gpu else "cpu"
+        shared = task.shared
 
-        def free(node: KaiNode) -> int:
-            return node.idle.get(resource, 0) + node.releasing.get(resource, 0)
+        def group_fit(node: KaiNode) -> bool:
+            assert shared is not None
+            return any(node.sharing.fits_group(shared, g) for g in node.sharing.used)
 
-        return sorted(nodes, key=free)
+        if not self.vectorised:
+
+            def key(node: KaiNode) -> tuple[int, int]:
+                first = 0 if shared is None or group_fit(node) else 1
+                return first, node.free(resource)
+
+            return sorted(nodes, key=key)
+        column = self.free_gpus if resource == GPU else self.free_cpu
+        rows = np.fromiter((n.row for n in nodes), dtype=np.intp, count=len(nodes))
+        keys = column[rows]
+        if shared is not None:
+            # sort by (no fitting group, free): the group test only where groups exist
+            fits = np.array([bool(n.sharing.used) and group_fit(n) for n in nodes], dtype=bool)
+            keys = np.where(fits, keys, keys + (1 << 40))
+        order = np.argsort(keys, kind="stable")
+        return [nodes[i] for i in order.tolist()]
+
+    def _track_free(self) -> None:
+        """Free (idle + releasing) GPUs and cpu per node row, kept in step with the nodes."""
+        nodes = list(self.nodes.values())
+        self.free_gpus = np.zeros(len(nodes), dtype=np.int64)
+        self.free_cpu = np.zeros(len(nodes), dtype=np.int64)
+
+        def refresh(node: KaiNode) -> None:
+            self.free_gpus[node.row] = node.free(GPU)
+            self.free_cpu[node.row] = node.free("cpu")
+
+        for node in nodes:
+            refresh(node)
+            node.on_change = refresh
 
     # --- node fit ------------------------------------------------------------------------------
 
@@ -211,7 +271,24 @@ class KaiSession:
             return False
         if node.max_pods and len(node.tasks) >= node.max_pods and task.key not in node.tasks:
             return False
-        return static_fit(task.placement_pod, node.node).ok
+        if task.shared is not None and node.max_pods and not self._room_for_new_group(task, node):
+            return False
+        if self.vectorised:
+            return self.filters.fits(task.placement_pod, node.row)
+        return self.filters.status(task.placement_pod, node.node).ok
+
+    def _room_for_new_group(self, task: KaiTask, node: KaiNode) -> bool:
+        """A pod opening a new GPU group needs a second pod slot for the group's reservation
+        pod (upstream checkMaxPodsWithGpuGroupReservation)."""
+        assert task.shared is not None
+        free_pods = node.max_pods - len(node.tasks)
+        if free_pods >= 2:
+            return True
+        choice = node.sharing.choose(task, task.shared, False)
+        if choice is not None and not choice.releasing:
+            return not choice.opens_new_group
+        choice = node.sharing.choose(task, task.shared, True)
+        return choice is not None and not choice.opens_new_group
 
     # --- statements ----------------------------------------------------------------------------
 
@@ -257,7 +334,12 @@ class KaiSession:
         stmt.record(Op.EVICT, task, node.name, undo, reason)
 
     def pipeline(
-        self, stmt: Statement, task: KaiTask, node_name: str, update_existing: bool
+        self,
+        stmt: Statement,
+        task: KaiTask,
+        node_name: str,
+        update_existing: bool,
+        gpu_groups: tuple[str, ...] | None = None,
     ) -> None:
         node = self.nodes[node_name]
         if task.key in node.tasks and not update_existing:
@@ -266,8 +348,11 @@ class KaiSession:
                 raise ValueError(f"{task.key} is already on {node_name}")
             return
         previous, previous_node, was_virtual = task.status, task.node_name, task.virtual
+        previous_groups = task.gpu_groups
         self._set_status(task, TaskStatus.PIPELINED)
         task.node_name = node_name
+        if gpu_groups is not None:
+            task.gpu_groups = gpu_groups
         if task.key in node.tasks:
             node.update_task(task)
         else:
@@ -280,15 +365,24 @@ class KaiSession:
             task.node_name = previous_node
             task.virtual = was_virtual
             node.remove_task(task)
+            task.gpu_groups = previous_groups
             self._notify(task, -1)
 
         stmt.record(Op.PIPELINE, task, node_name, undo)
 
-    def allocate(self, stmt: Statement, task: KaiTask, node_name: str) -> None:
+    def allocate(
+        self,
+        stmt: Statement,
+        task: KaiTask,
+        node_name: str,
+        gpu_groups: tuple[str, ...] | None = None,
+    ) -> None:
         node = self.nodes[node_name]
-        was_virtual = task.virtual
+        was_virtual, previous_groups = task.virtual, task.gpu_groups
         self._set_status(task, TaskStatus.ALLOCATED)
         task.node_name = node_name
+        if gpu_groups is not None:
+            task.gpu_groups = gpu_groups
         node.add_task(task)
         self._notify(task, 1)
         task.virtual = True
@@ -298,6 +392,7 @@ class KaiSession:
             node.remove_task(task)
             task.node_name = ""
             task.virtual = was_virtual
+            task.gpu_groups = previous_groups
             self._notify(task, -1)
 
         stmt.record(Op.ALLOCATE, task, node_name, undo)
@@ -311,10 +406,10 @@ class KaiSession:
             if op.kind is Op.ALLOCATE and op.task.job == job.uid and not op.revoked
         ]
         for op in allocations:
-            node_name = op.task.node_name
+            node_name, groups = op.task.node_name, op.task.gpu_groups
             op.undo()
             stmt.operations.remove(op)
-            self.pipeline(stmt, op.task, node_name, True)
+            self.pipeline(stmt, op.task, node_name, True, groups)
 
     def commit_operation(self, op: Operation) -> None:
         task: KaiTask = op.task
@@ -358,6 +453,7 @@ class KaiSession:
             pipelined={t.key: t.node_name for t in tasks if t.status is TaskStatus.PIPELINED},
             relocated=relocated,
             statuses={t.key: t.status for t in tasks},
+            gpu_groups={t.key: t.gpu_groups for t in tasks if t.shared and t.gpu_groups},
         )
 
     def views(self, jobs: Iterable[KaiJob]) -> list[JobView]:

@@ -350,6 +350,22 @@ class Scheduler:
         extra = self._global_filters(shape)
         return entry.feasible.copy() if extra is None else entry.feasible & extra.mask
 
+    def session_filters(
+        self, pod: Pod
+    ) -> tuple[nf.NodeChecks, np.ndarray, np.ndarray, np.ndarray | None]:
+        """The filters a batch scheduler's session runs (Volcano's / KAI's `predicates`; they
+        keep free resources in their own books, so no NodeResourcesFit or GPUDevices): the
+        static checks of NodeUnschedulable..NodeAffinity, and per node the PodTopologySpread
+        code (ptsv.FILTER_STATUSES), the InterPodAffinity code (ipa.FILTER_STATUSES) and the
+        NodePorts failures (None: no host port conflict possible)."""
+        shape = compile_pod(pod)
+        checks = self._static_for(shape).checks
+        extra = self._global_filters(shape)
+        if extra is None:
+            zero = np.zeros(self.state.num_nodes, dtype=np.int8)
+            return checks, zero, zero, None
+        return checks, extra.spread, extra.affinity, extra.ports
+
     def explain(self, pod: Pod) -> FitResult:
         """Per-node verdicts (identical to framework.explain_fit on the same cluster)."""
         shape = compile_pod(pod)

@@ -7,8 +7,7 @@ accounting through a `Statement` only.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -27,6 +26,7 @@ from gpupact.engine.gang import (
 )
 from gpupact.engine.volcano.resource import Resource
 from gpupact.errors import FieldError
+from gpupact.kube.durations import parse_go_duration
 from gpupact.kube.fields import integer, object_header, optional_mapping, string
 from gpupact.kube.objects import Node, Pod
 from gpupact.kube.requests import parse_resource_list, scheduler_view
@@ -133,7 +133,20 @@ class TaskInfo:
         return self.init_resreq.is_empty()
 
     def clone(self) -> TaskInfo:
-        return copy.copy(self)
+        return TaskInfo(
+            self.uid,
+            self.name,
+            self.namespace,
+            self.job,
+            self.role,
+            self.priority,
+            self.preemptable,
+            self.resreq,
+            self.init_resreq,
+            self.status,
+            self.node_name,
+            self.pod,
+        )
 
     @classmethod
     def from_pod(cls, pod: Pod) -> TaskInfo:
@@ -182,6 +195,25 @@ def default_task_less(left: TaskInfo, right: TaskInfo) -> bool:
 
 # --- jobs ------------------------------------------------------------------------------------
 
+GO_ZERO_TIME_NANOS = -62_135_596_800 * 1_000_000_000  # 0001-01-01T00:00:00Z
+# the PodGroup annotations naming a job's SLA waiting time, in the order upstream reads them
+WAITING_TIME_ANNOTATIONS = ("volcano.sh/sla-waiting-time", "sla-waiting-time")
+
+
+def job_waiting_time(podgroup: PodGroup) -> int | None:
+    """Upstream JobInfo.WaitingTime (nanoseconds): the first annotation present that parses
+    to a positive Go duration; an unparsable or non-positive one counts as unset."""
+    for key in WAITING_TIME_ANNOTATIONS:
+        if key not in podgroup.annotations:
+            continue
+        try:
+            value = parse_go_duration(podgroup.annotations[key])
+        except ValueError:
+            continue
+        if value > 0:
+            return value
+    return None
+
 
 class JobInfo:
     """A PodGroup and its tasks: gang counts, allocated resources, fit errors."""
@@ -194,7 +226,11 @@ class JobInfo:
         self.queue = podgroup.queue
         self.priority = priority
         self.min_available = podgroup.min_member
-        self.creation_timestamp = ""
+        # unix nanoseconds; Go's zero time when the PodGroup has no creationTimestamp
+        self.creation_timestamp = (
+            podgroup.creation_nanos if podgroup.creation_nanos is not None else GO_ZERO_TIME_NANOS
+        )
+        self.waiting_time = job_waiting_time(podgroup)
         self.gang = Gang(podgroup.min_member, podgroup.min_task_member)
         self.tasks: dict[str, TaskInfo] = {}
         self.allocated = Resource()
@@ -279,6 +315,20 @@ def inqueue_resource(job: JobInfo) -> Resource:
 # --- nodes -----------------------------------------------------------------------------------
 
 
+_ALLOCATABLE: dict[tuple, Resource] = {}
+
+
+def _allocatable(amounts: Mapping[str, int]) -> Resource:
+    """A node's allocatable as a Resource; nodes of one shape share the conversion."""
+    key = tuple(sorted(amounts.items()))
+    cached = _ALLOCATABLE.get(key)
+    if cached is None:
+        if len(_ALLOCATABLE) > 1024:
+            _ALLOCATABLE.clear()
+        cached = _ALLOCATABLE[key] = Resource.from_amounts(amounts)
+    return cached.clone()
+
+
 class NodeInfo:
     """A node's accounting: idle, used, releasing (held by pods being deleted) and pipelined
     (promised to pods waiting for releasing resources). It keeps a copy of each task as it
@@ -287,12 +337,15 @@ class NodeInfo:
     def __init__(self, node: Node) -> None:
         self.node = node
         self.name = node.name
-        self.allocatable = Resource.from_amounts(node.allocatable)
+        self.allocatable = _allocatable(node.allocatable)
         self.idle = self.allocatable.clone()
         self.used = Resource()
         self.releasing = Resource()
         self.pipelined = Resource()
         self.tasks: dict[str, TaskInfo] = {}
+        self.row = -1  # position in the session's node list
+        # called after every change to the accounting (the session's column view follows it)
+        self.on_change: Callable[[NodeInfo], None] | None = None
 
     def future_idle(self) -> Resource:
         return self.idle.clone().add(self.releasing).sub(self.pipelined)
@@ -315,6 +368,8 @@ class NodeInfo:
         task.node_name = self.name
         held.node_name = self.name
         self.tasks[task.key] = held
+        if self.on_change is not None:
+            self.on_change(self)
 
     def remove_task(self, task: TaskInfo) -> None:
         held = self.tasks.pop(task.key, None)
@@ -329,6 +384,8 @@ class NodeInfo:
         else:
             self.idle.add(held.resreq)
             self.used.sub(held.resreq)
+        if self.on_change is not None:
+            self.on_change(self)
 
     def update_task(self, task: TaskInfo) -> None:
         self.remove_task(task)

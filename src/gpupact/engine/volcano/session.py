@@ -23,6 +23,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
+
+from gpupact.cluster.bulk import bulk_allocation
 from gpupact.engine.gang import (
     COMPLETED_STATUSES,
     Op,
@@ -41,6 +44,7 @@ from gpupact.engine.volcano.model import (
     TaskInfo,
     default_task_less,
 )
+from gpupact.engine.volcano.node_table import NodeTable
 from gpupact.engine.volcano.resource import Resource
 from gpupact.kube.objects import Node, Pod
 from gpupact.kube.status import Code, Status
@@ -106,6 +110,32 @@ class SessionResult:
     statuses: Mapping[str, TaskStatus]  # pod key -> task status after the session
 
 
+class NodeAnswer:
+    """A task's predicate answer on every node: `ok` per node row and each node's Status on
+    demand (the first failing plugin's)."""
+
+    __slots__ = ("_parts", "ok")
+
+    def __init__(self, ok: np.ndarray, parts: Sequence[tuple[np.ndarray, Callable[[int], Status]]]):
+        self.ok = ok
+        self._parts = parts
+
+    @classmethod
+    def all_of(
+        cls, parts: Sequence[tuple[np.ndarray, Callable[[int], Status]]], n: int
+    ) -> NodeAnswer:
+        ok = np.ones(n, dtype=np.bool_)
+        for mask, _ in parts:
+            ok &= mask
+        return cls(ok, parts)
+
+    def status(self, row: int) -> Status:
+        for mask, status_of in self._parts:
+            if not mask[row]:
+                return status_of(row)
+        return Status()
+
+
 class Session:
     def __init__(
         self,
@@ -118,48 +148,62 @@ class Session:
         priority_classes: Mapping[str, int] | None = None,
         enabled_actions: Iterable[str] = (),
         action_arguments: Mapping[str, Mapping[str, Any]] | None = None,
+        vectorised: bool = True,
+        now_nanos: int = 0,
     ) -> None:
-        from gpupact.engine.volcano.plugins import build_plugin
+        with bulk_allocation():  # many long-lived objects: no collector passes meanwhile
+            from gpupact.engine.volcano.plugins import build_plugin
 
-        self.tiers: list[list[PluginOption]] = [list(t) for t in tiers]
-        self.enabled_actions = frozenset(enabled_actions)
-        self.action_arguments = dict(action_arguments or {})
-        self.priority_classes = dict(priority_classes or {})
-        self.node_list: list[NodeInfo] = [NodeInfo(n) for n in nodes]
-        self.nodes: dict[str, NodeInfo] = {}
-        for node in self.node_list:
-            if node.name in self.nodes:
-                raise ValueError(f"duplicate node {node.name}")
-            self.nodes[node.name] = node
-        self.queues: dict[str, Queue] = {}
-        for queue in sorted(queues, key=lambda q: q.name):
-            if queue.name in self.queues:
-                raise ValueError(f"duplicate queue {queue.name}")
-            self.queues[queue.name] = queue
-        self.jobs: dict[str, JobInfo] = {}
-        for pg in sorted(podgroups, key=lambda g: g.key):
-            if pg.key in self.jobs:
-                raise ValueError(f"duplicate PodGroup {pg.key}")
-            self.jobs[pg.key] = JobInfo(pg, self.priority_classes.get(pg.priority_class_name, 0))
-        self.tasks: dict[str, TaskInfo] = {}
-        for pod in pods:
-            self._add_pod(pod)
-        self.total_resource = Resource()
-        for node in self.node_list:
-            self.total_resource.add(node.allocatable)
+            self.tiers: list[list[PluginOption]] = [list(t) for t in tiers]
+            self.enabled_actions = frozenset(enabled_actions)
+            self.action_arguments = dict(action_arguments or {})
+            self.priority_classes = dict(priority_classes or {})
+            self.node_list: list[NodeInfo] = [NodeInfo(n) for n in nodes]
+            self.nodes: dict[str, NodeInfo] = {}
+            for node in self.node_list:
+                if node.name in self.nodes:
+                    raise ValueError(f"duplicate node {node.name}")
+                self.nodes[node.name] = node
+            self.queues: dict[str, Queue] = {}
+            for queue in sorted(queues, key=lambda q: q.name):
+                if queue.name in self.queues:
+                    raise ValueError(f"duplicate queue {queue.name}")
+                self.queues[queue.name] = queue
+            self.jobs: dict[str, JobInfo] = {}
+            for pg in sorted(podgroups, key=lambda g: g.key):
+                if pg.key in self.jobs:
+                    raise ValueError(f"duplicate PodGroup {pg.key}")
+                self.jobs[pg.key] = JobInfo(
+                    pg, self.priority_classes.get(pg.priority_class_name, 0)
+                )
+            self.tasks: dict[str, TaskInfo] = {}
+            for pod in pods:
+                self._add_pod(pod)
+            self.total_resource = Resource()
+            for node in self.node_list:
+                self.total_resource.add(node.allocatable)
+            # vectorised node checks and scores (`vectorised=False`: one node at a time, the
+            # explaining reference); cached per task until the next allocate / deallocate
+            self.vectorised = vectorised
+            self.now_nanos = now_nanos  # injected time, unix ns (the sla plugin's waiting times)
+            self.generation = 0
+            self._batch: dict[tuple, Any] = {}
+            scalar_names = {n for node in self.node_list for n in node.allocatable.scalars or {}}
+            scalar_names |= {n for t in self.tasks.values() for n in t.init_resreq.scalars or {}}
+            self.table = NodeTable(self.node_list, scalar_names)
 
-        self.fns: dict[str, dict[str, Any]] = {}
-        self.event_handlers: list[EventHandler] = []
-        self.binds: dict[str, str] = {}
-        self.evictions: list[str] = []
-        self.plugins = []
-        for tier in self.tiers:
-            for option in tier:
-                plugin = build_plugin(option)
-                self.plugins.append(plugin)
-        for plugin in self.plugins:
-            plugin.on_session_open(self)
-        self.closed = False
+            self.fns: dict[str, dict[str, Any]] = {}
+            self.event_handlers: list[EventHandler] = []
+            self.binds: dict[str, str] = {}
+            self.evictions: list[str] = []
+            self.plugins = []
+            for tier in self.tiers:
+                for option in tier:
+                    plugin = build_plugin(option)
+                    self.plugins.append(plugin)
+            for plugin in self.plugins:
+                plugin.on_session_open(self)
+            self.closed = False
 
     def _add_pod(self, pod: Pod) -> None:
         task = TaskInfo.from_pod(pod)
@@ -378,11 +422,28 @@ class Session:
     # --- nodes ---------------------------------------------------------------------------------
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> Status:
+        answer = self.predicate_all(task) if self.vectorised else None
+        if answer is not None:
+            return answer.status(node.row)
         for _, fn in self._enabled("predicate"):
             status = fn(task, node)
             if not status.ok:
                 return status
         return Status()
+
+    def predicate_all(self, task: TaskInfo) -> NodeAnswer | None:
+        """Every node at once (the plugins' `batchPredicate`), cached until the session
+        changes; None when an enabled predicate plugin has no batch form."""
+        key = ("predicate", task.uid, self.generation)
+        if key in self._batch:
+            return self._batch[key]
+        enabled = [fn for _, fn in self._enabled("predicate")]
+        batch = [fn for _, fn in self._enabled("batchPredicate", gate="predicate")]
+        answer = None
+        if len(batch) == len(enabled):
+            answer = NodeAnswer.all_of([fn(task) for fn in batch], len(self.node_list))
+        self._remember(key, answer)
+        return answer
 
     def pre_predicate(self, task: TaskInfo) -> Status:
         for _, fn in self._enabled("prePredicate", gate="predicate"):
@@ -399,7 +460,32 @@ class Session:
         return Status()
 
     def node_score(self, task: TaskInfo, node: NodeInfo) -> int:
+        scores = self.node_scores_all(task) if self.vectorised else None
+        if scores is not None:
+            return int(scores[node.row])
         return sum(fn(task, node) for _, fn in self._enabled("nodeOrder"))
+
+    def node_scores_all(self, task: TaskInfo) -> np.ndarray | None:
+        """int64[N]: the summed node-order scores of every node (the plugins'
+        `batchNodeOrder`), cached until the session changes; None when an enabled plugin
+        has no batch form."""
+        key = ("nodeOrder", task.uid, self.generation)
+        if key in self._batch:
+            return self._batch[key]
+        enabled = [fn for _, fn in self._enabled("nodeOrder")]
+        batch = [fn for _, fn in self._enabled("batchNodeOrder", gate="nodeOrder")]
+        scores = None
+        if len(batch) == len(enabled):
+            scores = np.zeros(len(self.node_list), dtype=np.int64)
+            for fn in batch:
+                scores = scores + fn(task)
+        self._remember(key, scores)
+        return scores
+
+    def _remember(self, key: tuple, value: Any) -> None:
+        """Keep one cached answer per kind (the latest task and session generation)."""
+        self._batch = {k: v for k, v in self._batch.items() if k[0] != key[0]}
+        self._batch[key] = value
 
     def nodes_without_unresolvable(self, task: TaskInfo) -> list[NodeInfo]:
         """Nodes minus those where this session already found the task unresolvable."""
@@ -416,6 +502,7 @@ class Session:
         return Statement(self)
 
     def _notify(self, kind: str, task: TaskInfo) -> None:
+        self.generation += 1
         for handler in self.event_handlers:
             fn = handler.allocate if kind == "allocate" else handler.deallocate
             if fn is not None:

@@ -1,10 +1,12 @@
 """volcano-kai.json, scheduler `kai`: one KAI-Scheduler session per scenario.
 
 Nodes, pods, Queues and PodGroups become Kubernetes / KAI JSON and go through the project's
-parsers. The fixture conventions are applied as data: a queue without explicit KAI
-resources takes GPU quota = deserved, limit = capability, over-quota weight = weight (cpu
-and memory unlimited, weight 1); PodGroups are created in list order after a stable sort
-by priority (descending), older first; each priority value gets a PriorityClass; a stale
+parsers. A fractional GPU request (a non-integer `requests.gpu`) becomes KAI's gpu-fraction
+annotation and a running shared pod's `gpu_groups` its runai-gpu-group labels. The fixture
+conventions are applied as data: a queue without explicit KAI resources takes GPU quota =
+deserved, limit = capability, over-quota weight = weight (cpu and memory unlimited, weight
+1); PodGroups are created in list order after a stable sort by priority (descending), older
+first; each priority value gets a PriorityClass; a stale
 gang became stale `stale_for_seconds` before the session.
 """
 
@@ -15,7 +17,12 @@ from typing import Any
 
 import pytest
 
-from conformance.runners.volcano_kai.volcano import node_json, split_name
+from conformance.runners.volcano_kai.volcano import (
+    KUBE_POD_FIELDS,
+    add_kube_fields,
+    node_json,
+    split_name,
+)
 from gpupact.engine.kai import (
     KaiConfig,
     KaiSession,
@@ -24,14 +31,22 @@ from gpupact.engine.kai import (
     parse_kai_podgroup,
     parse_kai_queue,
 )
-from gpupact.engine.kai.model import POD_GROUP_ANNOTATION
+from gpupact.engine.kai.gpu_sharing import (
+    GPU_FRACTION_ANNOTATION,
+    GPU_GROUP_LABEL,
+    GPU_GROUP_LABEL_PREFIX,
+)
+from gpupact.engine.kai.model import GPU, POD_GROUP_ANNOTATION
 from gpupact.kube.objects import parse_node, parse_pod
 
 NOW = 1_000_000.0  # the session's (injected) time
 _GRACE = re.compile(r"globalDefaultStalenessGracePeriod overridden to (-?\d+)s")
 _DEFAULT_TIERS = "default KAI tiers"
 _CLASS_NAMES = {50: "train", 75: "interactive-preemptible", 100: "build", 125: "inference"}
-_POD_KEYS = {"name", "podgroup", "requests", "priority", "status", "node"}
+_POD_KEYS = {
+    *KUBE_POD_FIELDS,
+    *("name", "podgroup", "requests", "priority", "status", "node", "gpu_groups"),
+}
 
 
 def _quota(entry: dict[str, Any]) -> dict[str, Any]:
@@ -86,18 +101,34 @@ def pod_json(pod: dict[str, Any]) -> dict[str, Any]:
         pytest.skip(f"not modelled: pod field(s) {sorted(unknown)}")
     namespace, name = split_name(pod["name"])
     meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": name}
+    annotations: dict[str, str] = {}
     if pod.get("podgroup"):
-        meta["annotations"] = {POD_GROUP_ANNOTATION: split_name(pod["podgroup"])[1]}
+        annotations[POD_GROUP_ANNOTATION] = split_name(pod["podgroup"])[1]
+    requests = dict(pod["requests"]["raw"])
+    gpus = pod["requests"].get("gpu")
+    if gpus is not None and float(gpus) != int(float(gpus)):
+        # a fractional request: KAI's gpu-fraction annotation, no nvidia.com/gpu request
+        annotations[GPU_FRACTION_ANNOTATION] = repr(float(gpus))
+        requests.pop(GPU, None)
+    groups = list(pod.get("gpu_groups") or [])
+    if groups:
+        meta["labels"] = {GPU_GROUP_LABEL: groups[0]}
+        meta["labels"].update({GPU_GROUP_LABEL_PREFIX + g: g for g in groups[1:]})
+    if annotations:
+        meta["annotations"] = annotations
     phase = pod.get("status", "Pending")
     if phase == "Releasing":
         phase = "Running"
         meta["deletionTimestamp"] = "1970-01-01T00:00:00Z"
-    spec: dict[str, Any] = {
-        "containers": [{"name": "main", "resources": {"requests": dict(pod["requests"]["raw"])}}]
-    }
+    spec: dict[str, Any] = {"containers": [{"name": "main", "resources": {"requests": requests}}]}
     if pod.get("node"):
         spec["nodeName"] = pod["node"]
-    return {"kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": phase}}
+    obj = {"kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": phase}}
+    labels = obj["metadata"].get("labels")
+    add_kube_fields(pod, obj)
+    if labels:  # GPU group labels stay next to the scenario's own
+        obj["metadata"]["labels"] = {**(pod.get("labels") or {}), **labels}
+    return obj
 
 
 def session_config(lines: list[str]) -> KaiConfig:
@@ -159,6 +190,9 @@ def run(case: dict, meta: dict) -> None:
     for pod, node in (expected.get("pipelined") or {}).items():
         got = result.pipelined.get(_key(pod))
         assert got == node, f"{pod} pipelined: got {got}, expected {node}"
+    for pod, groups in (expected.get("gpu_groups") or {}).items():
+        got = list(result.gpu_groups.get(_key(pod), ()))
+        assert got == list(groups), f"{pod} GPU groups: got {got}, expected {groups}"
     for field, status in (
         ("pending", "Pending"),
         ("running_unchanged", "Running"),

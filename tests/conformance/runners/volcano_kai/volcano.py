@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 import pytest
+import yaml
 
 from gpupact.engine.gang import (
     GROUP_NAME_ANNOTATION,
@@ -21,16 +22,29 @@ from gpupact.engine.gang import (
     TASK_SPEC_KEY,
     parse_podgroup,
 )
+from gpupact.engine.preemption.importance import format_time_nanos
 from gpupact.engine.volcano import NotModelledError, PluginOption, Session
 from gpupact.engine.volcano.model import parse_queue
 from gpupact.engine.volcano.session import EXTENSION_POINTS
 from gpupact.kube.objects import parse_node, parse_pod
 
 _PLUGIN = re.compile(r"^([A-Za-z][\w-]*)(?:\((.*)\))?$")
-_ACTION_ARG = re.compile(r"^(\w+) arg (\w+)=(\S+)$")
+_SEPARATORS = re.compile(r"[;,\s]+")
+NOW_NANOS = 1_704_067_200 * 1_000_000_000  # the session's injected time (2024-01-01T00:00:00Z)
+_ACTION_ARG = re.compile(r"^(\w+) arg ([\w.-]+)=(\S+)$")
 _REGISTERED = "registered:"
 
+# kube-shaped pod fields passed through as they are (the sessions run the kube filters)
+KUBE_POD_FIELDS = {
+    "labels": ("metadata", "labels"),
+    "affinity": ("spec", "affinity"),
+    "tolerations": ("spec", "tolerations"),
+    "topology_spread_constraints": ("spec", "topologySpreadConstraints"),
+    "preemption_policy": ("spec", "preemptionPolicy"),
+}
+
 _POD_KEYS = {
+    *KUBE_POD_FIELDS,
     "name",
     "podgroup",
     "requests",
@@ -57,6 +71,14 @@ def node_json(node: dict[str, Any]) -> dict[str, Any]:
         "spec": {"taints": list(node.get("taints") or [])},
         "status": {"allocatable": dict(node["allocatable"]["raw"])},
     }
+
+
+def add_kube_fields(pod: dict[str, Any], obj: dict[str, Any]) -> dict[str, Any]:
+    """Copy the scenario pod's kube-shaped fields (labels, affinity, ...) into the object."""
+    for field, (part, key) in KUBE_POD_FIELDS.items():
+        if pod.get(field) is not None:
+            obj.setdefault(part, {})[key] = pod[field]
+    return obj
 
 
 def pod_json(pod: dict[str, Any]) -> dict[str, Any]:
@@ -95,10 +117,13 @@ def pod_json(pod: dict[str, Any]) -> dict[str, Any]:
         spec["nodeName"] = pod["node"]
     if pod.get("node_selector"):
         spec["nodeSelector"] = dict(pod["node_selector"])
-    return {"kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": phase}}
+    obj = {"kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": phase}}
+    return add_kube_fields(pod, obj)
 
 
 def podgroup_json(pg: dict[str, Any]) -> dict[str, Any]:
+    """`creation_offset_s`: the creation time relative to the session's NOW (absent: unset,
+    Go's zero time, as the upstream fixtures leave it); `annotations` as given."""
     namespace, name = split_name(pg["name"])
     spec: dict[str, Any] = {"minMember": pg.get("minMember", 0), "queue": pg.get("queue")}
     if pg.get("minTaskMember"):
@@ -107,9 +132,15 @@ def podgroup_json(pg: dict[str, Any]) -> dict[str, Any]:
         spec["minResources"] = dict(pg["minResources"]["raw"])
     if pg.get("priorityClassName"):
         spec["priorityClassName"] = pg["priorityClassName"]
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if pg.get("annotations"):
+        meta["annotations"] = dict(pg["annotations"])
+    if pg.get("creation_offset_s") is not None:
+        offset = round(float(pg["creation_offset_s"]) * 1_000_000_000)
+        meta["creationTimestamp"] = format_time_nanos(NOW_NANOS + offset)
     return {
         "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": meta,
         "spec": spec,
         "status": {"phase": pg.get("phase") or "Pending"},
     }
@@ -153,16 +184,30 @@ def parse_plugins(lines: list[str]) -> tuple[list[PluginOption], dict[str, dict[
         if not match:
             pytest.skip(f"not modelled: plugin configuration {line!r}")
         name, inner = match.group(1), match.group(2) or ""
-        parts = [p.strip() for p in inner.split(";")]
+        parts = [p.strip() for p in inner.split(";", 1)]
         points = {p.strip() for p in parts[0].split(",") if p.strip()}
-        notes = " ".join(parts[1:])
+        arguments, notes = plugin_arguments(parts[1] if len(parts) > 1 else "")
         if "only if registered" in notes and registered is not None and name not in registered:
             continue
         unknown = points - EXTENSION_POINTS
         if unknown:
             pytest.skip(f"not modelled: extension point(s) {sorted(unknown)} of {name}")
-        options.append(PluginOption(name, frozenset(points)))
+        options.append(PluginOption(name, frozenset(points), arguments))
     return options, action_args
+
+
+def plugin_arguments(text: str) -> tuple[dict[str, Any], str]:
+    """The `key=value` items after a plugin's ';' (values typed as the scheduler's YAML
+    configuration types them: 2 is an int, true a bool, 3m a string) and the rest as a note."""
+    arguments: dict[str, Any] = {}
+    notes = []
+    for token in _SEPARATORS.split(text):
+        if "=" in token:
+            key, value = token.split("=", 1)
+            arguments[key] = yaml.safe_load(value) if value else ""
+        elif token:
+            notes.append(token)
+    return arguments, " ".join(notes)
 
 
 def run(case: dict, meta: dict) -> None:
@@ -182,6 +227,7 @@ def run(case: dict, meta: dict) -> None:
             priority_classes=case.get("priority_classes") or {},
             enabled_actions=actions,
             action_arguments=action_args,
+            now_nanos=NOW_NANOS,
         )
         result = session.run(actions)
     except NotModelledError as exc:

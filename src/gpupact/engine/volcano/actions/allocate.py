@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpupact.engine.gang import PodGroupPhase, Statement, TaskStatus
-from gpupact.engine.volcano.actions.nodes import feasible_nodes, prioritize
+from gpupact.engine.volcano.actions.nodes import feasible_rows, prioritize_rows
 from gpupact.engine.volcano.heap import PriorityQueue
 from gpupact.engine.volcano.resource import ZERO
 
@@ -81,14 +81,14 @@ def allocate_tasks(ssn: Session, job: JobInfo, tasks: PriorityQueue[TaskInfo]) -
             if job.gang.need_continue_allocating(job.fit_failed_roles()):
                 continue
             break
-        fit, errors = feasible_nodes(ssn, task, nodes)
-        if not fit:
-            job.nodes_fit_errors[task.uid] = errors
+        fit, errors = feasible_rows(ssn, task)
+        if not fit.size:
+            job.nodes_fit_errors[task.uid] = errors()
             # the remaining tasks may still make the gang; otherwise stop trying
             if job.gang.need_continue_allocating(job.fit_failed_roles()):
                 continue
             break
-        node = prioritize(ssn, task, fit)
+        node = prioritize_rows(ssn, task, fit)
         if node is None:
             continue
         place(ssn, stmt, task, node)

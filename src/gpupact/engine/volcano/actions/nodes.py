@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from gpupact.engine.volcano.resource import ZERO
 from gpupact.kube.status import Code, Status
@@ -67,3 +70,44 @@ def sorted_by_score(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> list
     """Highest score first; equal scores keep the input order."""
     scored = [(-ssn.node_score(task, n), i, n) for i, n in enumerate(nodes)]
     return [n for _, _, n in sorted(scored, key=lambda x: (x[0], x[1]))]
+
+
+# --- every node at once (the allocate action's hot path) ----------------------------------
+
+
+def feasible_rows(ssn: Session, task: TaskInfo) -> tuple[np.ndarray, Callable[[], dict]]:
+    """`feasible_nodes` over the whole node list as node rows, with the refusals built only
+    when asked for (node name -> status). Vectorised when the session and its predicate
+    plugins allow it, else one node at a time (the same answers)."""
+    nodes = ssn.node_list
+    answer = ssn.predicate_all(task) if ssn.vectorised else None
+    if answer is None:
+        fit, errors = feasible_nodes(ssn, task, nodes)
+        return np.array([n.row for n in fit], dtype=np.intp), lambda: errors
+    resources = ssn.table.fits(task.init_resreq, future=True)
+    ok = resources & answer.ok
+
+    def errors() -> dict[str, Status]:
+        out: dict[str, Status] = {}
+        for row in np.flatnonzero(~ok).tolist():
+            node = nodes[row]
+            out[node.name] = (
+                fits_future_idle(task, node) if not resources[row] else answer.status(row)
+            )
+        return out
+
+    return np.flatnonzero(ok), errors
+
+
+def prioritize_rows(ssn: Session, task: TaskInfo, rows: np.ndarray) -> NodeInfo | None:
+    """`prioritize` over node rows."""
+    nodes = ssn.node_list
+    scores = ssn.node_scores_all(task) if ssn.vectorised else None
+    if scores is None:
+        return prioritize(ssn, task, [nodes[r] for r in rows.tolist()])
+    table = ssn.table
+    idle = rows[table.fits(task.init_resreq, future=False)[rows]]
+    chosen = idle if idle.size else rows[table.fits(task.init_resreq, future=True)[rows]]
+    if chosen.size == 0:
+        return None
+    return nodes[int(chosen[int(np.argmax(scores[chosen]))])]

@@ -13,6 +13,7 @@ from gpupact.engine.volcano.plugins.nodeorder import NodeOrderPlugin
 from gpupact.engine.volcano.plugins.predicates import PredicatesPlugin
 from gpupact.engine.volcano.plugins.priority import PriorityPlugin
 from gpupact.engine.volcano.plugins.proportion import ProportionPlugin
+from gpupact.engine.volcano.plugins.sla import SlaPlugin
 from gpupact.engine.volcano.session import NotModelledError, PluginOption
 
 PLUGINS: dict[str, Callable[[PluginOption], Plugin]] = {
@@ -24,6 +25,7 @@ PLUGINS: dict[str, Callable[[PluginOption], Plugin]] = {
     "predicates": PredicatesPlugin,
     "priority": PriorityPlugin,
     "proportion": ProportionPlugin,
+    "sla": SlaPlugin,
 }
 
 
