@@ -152,6 +152,15 @@ class PodTemplate:
     template: Mapping[str, Any]
     priority: int
 
+    @classmethod
+    def of(
+        cls, namespace: str, template: Mapping[str, Any], priorities: Mapping[str, int]
+    ) -> PodTemplate:
+        """The admission plugin's work: `priorityClassName` resolved to the pod's priority."""
+        return cls(
+            namespace, template, priorities.get(template["spec"].get("priorityClassName", ""), 0)
+        )
+
     @property
     def scheduler_name(self) -> str:
         return self.template.get("spec", {}).get("schedulerName") or "default-scheduler"
@@ -411,19 +420,17 @@ def _service_template(
         exclusive = lws["metadata"].get("annotations", {}).get(LWS_EXCLUSIVE)
     else:  # pragma: no cover - compile emits one of the two for every service
         raise InputError(f"service {service.name!r}: no Deployment or LeaderWorkerSet compiled")
-    priority = priorities.get(template["spec"].get("priorityClassName", ""), 0)
     hpa_obj = bundle.find("HorizontalPodAutoscaler", service.name, namespace)
     pool = pools[service.pool]  # type: ignore[index]
     cold = service.cold_start.total_seconds() if service.cold_start else None
     start = cold if cold is not None else pool.image_pull_s + pool.model_load_s
-    sharing = pool.pool.sharing
-    gpus = (service.gpus_per_pod or 1) / (sharing.replicas if sharing.mode == "timeslice" else 1)
+    gpus = physical_gpus(pool.pool, service.gpus_per_pod or 1)
     return ServiceTemplate(
         service,
         service.tenant or "",
         service.workload_class,
         service.pool or "",
-        PodTemplate(namespace, template, priority),
+        PodTemplate.of(namespace, template, priorities),
         per_replica,
         exclusive,
         _hpa(hpa_obj) if hpa_obj else None,
@@ -476,16 +483,13 @@ def _job_template(
 ) -> JobTemplate:
     namespace = _namespace_of(bundle, job.name)
     pool = contract.pool(job.pool)  # type: ignore[arg-type]
-    sharing = pool.sharing
-    gpus = (job.gpus_per_pod or 1) / (sharing.replicas if sharing.mode == "timeslice" else 1)
+    gpus = physical_gpus(pool, job.gpus_per_pod or 1)
     duration = job.duration.total_seconds() if job.duration else 3600.0
     vjob = bundle.find("Job", job.name, namespace)
     if vjob is not None and vjob["apiVersion"].startswith("batch.volcano.sh"):
         task = vjob["spec"]["tasks"][0]
         template = task["template"]
-        pod = PodTemplate(
-            namespace, template, priorities.get(template["spec"].get("priorityClassName", ""), 0)
-        )
+        pod = PodTemplate.of(namespace, template, priorities)
         return JobTemplate(
             job.name, job.tenant, job.workload_class, job.pool or "", pod,
             int(task["replicas"]), int(vjob["spec"].get("minAvailable", task["replicas"])),
@@ -501,15 +505,19 @@ def _job_template(
     else:  # pragma: no cover - compile emits a Job, CronJob or Volcano Job per job
         raise InputError(f"job {job.name!r}: nothing compiled")
     template = job_spec["template"]
-    pod = PodTemplate(
-        namespace, template, priorities.get(template["spec"].get("priorityClassName", ""), 0)
-    )
+    pod = PodTemplate.of(namespace, template, priorities)
     return JobTemplate(
         job.name, job.tenant, job.workload_class, job.pool or "", pod,
         int(job_spec.get("parallelism", 1)), 1, duration,
         labels.get(KUEUE_QUEUE_LABEL), wpc.get(labels.get(KUEUE_PRIORITY_LABEL, ""), 0),
         None, gpus, job.schedule,
     )  # fmt: skip
+
+
+def physical_gpus(pool: Pool, devices: int) -> float:
+    """Physical GPUs behind `devices` of the pool's resource: a time-slice replica or a MIG
+    instance is its share of one GPU (the ledger counts GPU-hours in physical GPUs)."""
+    return devices / pool.devices_per_gpu
 
 
 def _namespace_of(bundle: Bundle, app: str) -> str:
