@@ -18,7 +18,7 @@ from gpupact.cli.check import contract_file
 from gpupact.cli.main import EXIT_FINDINGS, EXIT_OK, Output, app, stdout, user_errors
 from gpupact.cli.render import emit
 from gpupact.contract import load_contract
-from gpupact.contract.schema import ColdStart, Quantization
+from gpupact.contract.schema import ColdStart, Contract, Quantization, TokenProfile
 from gpupact.contract.units import parse_duration, parse_params, parse_percent
 from gpupact.errors import InputError
 from gpupact.plan.capacity import plan_workload
@@ -72,6 +72,12 @@ def plan_command(
         "--cold-start",
         help="Pool cold-start phases, e.g. provision=4m,driver=2m,imagePull=3m,modelLoad=4m.",
     ),
+    profiles: str | None = typer.Option(
+        None,
+        "--profiles",
+        help="A ledger (sqlite:///FILE or postgresql://...) holding the gateway's request "
+        "profiles (POST /v1/profiles): measured token percentiles replace the declared ones.",
+    ),
     output: Output = typer.Option(Output.text, "-o", "--output", help="Output format."),
 ) -> None:
     """Plan capacity: weights and KV cache, tensor parallelism, TTFT/TPOT, replicas, GPUs,
@@ -83,6 +89,8 @@ def plan_command(
             raise InputError(f"{' and '.join(given)}: plan a contract or flags, not both")
         path = contract_file(file, file_option, "gpupact plan CONTRACT.yaml")
         contract = load_contract(path).contract
+        if profiles is not None:
+            contract = with_measured_tokens(contract, measured_tokens(profiles))
         data = contract_dict(plan_contract(contract, service=service, ttft_slo_s=slo))
         ok = data["ok"]
     else:
@@ -93,6 +101,12 @@ def plan_command(
             )
         if service is not None:
             raise InputError("--service needs a contract file")
+        measured = measured_tokens(profiles).get(model) if profiles is not None else None
+        if measured is not None:  # flags given still win
+            input_p50 = input_p50 or measured["input"]["p50"]
+            input_p95 = input_p95 or measured["input"]["p95"]
+            output_p50 = output_p50 or measured["output"]["p50"]
+            output_p95 = output_p95 or measured["output"]["p95"]
         inputs = _tokens(input_p50, input_p95, DEFAULT_INPUT)
         outputs = _tokens(output_p50, output_p95, DEFAULT_OUTPUT)
         workload = standalone_workload(
@@ -118,6 +132,34 @@ def plan_command(
     else:
         emit(data if "contract" in data else data["services"][0], output)
     raise typer.Exit(EXIT_OK if ok else EXIT_FINDINGS)
+
+
+def measured_tokens(db: str) -> dict[str, dict[str, dict[str, int]]]:
+    """Per model, the input and output token percentiles of the gateway's stored profiles
+    (models without both histograms are left out)."""
+    from gpupact.ledger import Ledger
+    from gpupact.ledger.profiles import summarise
+
+    with Ledger.open(db, create=False) as store:
+        summaries = summarise(store.profiles())
+    return {
+        s["model"]: {"input": s["inputTokens"], "output": s["outputTokens"]}
+        for s in summaries
+        if s["inputTokens"] and s["outputTokens"]
+    }
+
+
+def with_measured_tokens(contract: Contract, measured: dict[str, Any]) -> Contract:
+    """The contract with each service's `tokens` taken from the measured profile of its model,
+    where one exists: capacity from what the gateway saw, not from the onboarding form."""
+    services = []
+    for s in contract.services:
+        m = measured.get(s.model.name) if s.model else None
+        if m is not None:
+            tokens = TokenProfile.model_validate({"input": m["input"], "output": m["output"]})
+            s = s.model_copy(update={"tokens": tokens})
+        services.append(s)
+    return contract.model_copy(update={"services": services})
 
 
 def _parsed(parse: Any, text: str, flag: str) -> Any:
