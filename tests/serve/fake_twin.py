@@ -106,3 +106,6 @@ class FakeSimulation:
 
     def pending_durations(self) -> list[tuple[str, float]]:
         return [("online-infer", 2.0), ("online-infer", 40.0), ("batch", 900.0)]
+
+    def blocked(self) -> dict[str, int]:
+        return {"podGroups": 2, "workloads": 5}

@@ -154,6 +154,8 @@ def test_metrics_carry_the_chapter_s_families(client) -> None:
     assert 'gpupact_quota_used_gpus{pool="gpu-inference",tenant="search"} 2.0' in text
     assert 'gpupact_backend_ttft_p99_seconds{model="qwen-72b",service="chat-search"} 0.8' in text
     assert 'gpupact_decisions_total{outcome="admit",tenant="search"} 1.0' in text
+    assert "gpupact_podgroups_blocked 2.0" in text  # the twin's own count (fake_twin.blocked)
+    assert "gpupact_kueue_workloads_blocked 5.0" in text
     for family in (
         "gpupact_gpu_hours_total",
         "gpupact_podgroups_blocked",

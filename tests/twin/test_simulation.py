@@ -252,3 +252,32 @@ def test_jobs_from_an_openb_trace(tmp_path: Path) -> None:
     runs = {n: (j.submitted, j.template.gpus_per_pod, j.duration) for n, j in sim.jobs.items()}
     # GPU pods within the 2 h horizon only; shares take a whole GPU; run time = deletion - scheduled
     assert runs == {"tr-g1-1": (0.0, 1.0, 1200.0), "tr-g2-1": (600.0, 2.0, 3600.0)}
+
+
+def test_blocked_counts_waiting_gangs_and_workloads(tmp_path: Path) -> None:
+    jobs = [
+        {
+            "name": "lora",
+            "tenant": "lab",
+            "class": "fine-tune",
+            "perHour": 30,
+            "pods": 2,
+            "gpusPerPod": 8,
+            "duration": "1h",
+        },
+        {
+            "name": "embed",
+            "tenant": "lab",
+            "class": "batch",
+            "perHour": 60,
+            "pods": 4,
+            "duration": "1h",
+        },
+    ]
+    loaded = load_scenario(write(tmp_path, contract(), scenario(jobs=jobs)))
+    sim = Simulation(loaded)
+    sim.run_until(3000)
+    blocked = sim.blocked()
+    waiting_gangs = {r.owner for r in sim.control.pending.values() if r.gang_min > 1}
+    assert blocked["podGroups"] == len(waiting_gangs) > 0
+    assert blocked["workloads"] == len(sim.world.admission.pending_workloads()) > 0

@@ -9,7 +9,7 @@ ops.live, the same read-only lists `diagnose` uses) on each refresh.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -37,25 +37,11 @@ class Simulator(Protocol):
 
     def pending_durations(self) -> list[tuple[str, float]]: ...
 
+    def blocked(self) -> dict[str, int]: ...  # {"podGroups": n, "workloads": n} waiting now
+
 
 class Source(Protocol):
     def refresh(self, wall: float) -> Snapshot: ...
-
-
-# Pending reasons as the twin and kube-scheduler word them: gang and quota blocks
-_GANG_WORDS = ("podgroup", "gang", "minmember")
-_QUOTA_WORDS = ("quota", "clusterqueue", "kueue", "workload")
-
-
-def _blocked(backends: Iterable[Backend]) -> tuple[int, int]:
-    gang = quota = 0
-    for b in backends:
-        reason = (b.pending_reason or "").lower()
-        if b.pending and any(w in reason for w in _GANG_WORDS):
-            gang += 1
-        elif b.pending and any(w in reason for w in _QUOTA_WORDS):
-            quota += 1
-    return gang, quota
 
 
 class TwinSource:
@@ -79,14 +65,14 @@ class TwinSource:
         backends = backends_from(
             (b for b in self.sim.backends() if b.get("model") is not None), self.name
         )
-        gang, quota = _blocked(backends)
+        blocked = self.sim.blocked()
         return Snapshot.build(
             at,
             backends=backends,
             intervals=tuple(from_records(self.sim.usage_records(), "twin")),
             waits=tuple(waits_from_pending_durations(self.sim.pending_durations())),
-            podgroups_blocked=gang,
-            kueue_blocked=quota,
+            podgroups_blocked=blocked["podGroups"],
+            kueue_blocked=blocked["workloads"],
         )
 
 

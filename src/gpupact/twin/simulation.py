@@ -830,6 +830,15 @@ class Simulation:
     def pending_durations(self) -> list[tuple[str, float]]:
         return [(s.workload_class, s.seconds) for s in self.metrics.pending if not s.censored]
 
+    def blocked(self) -> dict[str, int]:
+        """What waits right now: PodGroups with members Pending (gangs not placed whole) and
+        Kueue Workloads not admitted (held for quota or flavors)."""
+        gangs = {r.owner for r in self.control.pending.values() if r.gang_min > 1}
+        return {
+            "podGroups": len(gangs),
+            "workloads": len(self.world.admission.pending_workloads()),
+        }
+
     def backends(self) -> list[dict[str, Any]]:
         out = []
         now = self.now
