@@ -100,6 +100,40 @@ def test_best_effort_fifo_parks_no_fit_heads_and_their_equivalents() -> None:
     assert all(s == "active" for s in states(state).values())
 
 
+def test_deferred_requeue_releases_quota_but_keeps_parked_workloads_parked() -> None:
+    """Kueue's requeuer batches inadmissible retries (1 s): the quota of a finished or evicted
+    workload is free at once, the parked workloads wait for the caller's requeue."""
+    cq = ClusterQueue(
+        "cq",
+        (group(("default", 4, None)),),
+        preemption=PreemptionConfig(within_cluster_queue="LowerPriority"),
+    )
+    state = make_state(cq)
+    state.submit(wl("running", "cq", 4))
+    state.schedule_cycle(0)
+    state.submit(wl("parked", "cq", 4, t=1))
+    state.schedule_cycle(1)
+    assert states(state) == {"ns/parked": "inadmissible"}
+    state.finish("ns/running", requeue_inadmissible=False)
+    assert state.usage("cq") == {("default", "cpu"): 0}
+    assert states(state) == {"ns/parked": "inadmissible"}
+    assert state.schedule_cycle(2).admitted == []
+    state.requeue_inadmissible_around("cq")
+    assert admitted_keys(state.schedule_cycle(3)) == ["ns/parked"]
+    # an evicted workload is queued again at once (here parked: its shape was bulk-moved)
+    state.submit(wl("other", "cq", 4, t=4))
+    state.schedule_cycle(4)
+    state.submit(wl("high", "cq", 4, priority=10, t=5))
+    assert [p.key for p in state.schedule_cycle(5).preempted] == ["ns/parked"]
+    assert state.complete_eviction("ns/parked", requeue_inadmissible=False) == "inadmissible"
+    assert states(state) == {
+        "ns/other": "inadmissible",
+        "ns/parked": "inadmissible",
+        "ns/high": "active",
+    }
+    assert admitted_keys(state.schedule_cycle(6)) == ["ns/high"]
+
+
 def test_preemption_waits_for_the_victim_to_release_its_quota() -> None:
     cq = ClusterQueue(
         "cq",

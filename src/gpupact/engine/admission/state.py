@@ -292,8 +292,13 @@ class AdmissionState:
         runtime.workloads[info.key] = info
         add_usages(runtime.node, info.usage)
 
-    def finish(self, key: str) -> None:
-        """The workload completed (or was deleted): its quota is released."""
+    def finish(self, key: str, *, requeue_inadmissible: bool = True) -> None:
+        """The workload completed (or was deleted): its quota is released.
+
+        Kueue releases the quota at once but retries the inadmissible workloads of the cohort
+        tree through a requeuer that batches notifications (`requeueBatchPeriod`, 1 s). A
+        caller with a clock passes `requeue_inadmissible=False` and calls
+        `requeue_inadmissible_around` itself when the batch is due."""
         info = self.workloads.pop(key, None)
         if info is None:
             raise KeyError(f"unknown workload {key!r}")
@@ -302,13 +307,15 @@ class AdmissionState:
             self._release(info)
         elif self.unqueued.pop(key, None) is None:
             self._queue(info.cluster_queue).remove(key)
-        self.requeue_inadmissible_around(info.cluster_queue)
+        if requeue_inadmissible:
+            self.requeue_inadmissible_around(info.cluster_queue)
 
     delete = finish
 
-    def complete_eviction(self, key: str) -> str:
+    def complete_eviction(self, key: str, *, requeue_inadmissible: bool = True) -> str:
         """A preempted (evicted) workload has stopped: its quota is released and it is pending
-        again in its queue. Returns where it was queued."""
+        again in its queue. Returns where it was queued. `requeue_inadmissible` as in
+        `finish` (the workload itself is queued either way, as Kueue does)."""
         info = self.workloads.get(key)
         if info is None or info.admission is None:
             raise KeyError(f"workload {key!r} is not admitted")
@@ -319,7 +326,8 @@ class AdmissionState:
         info.quota_reserved_at = None
         fresh = WorkloadInfo(info.workload, self.cluster_queue_of(info.workload))
         self.workloads[key] = fresh
-        self.requeue_inadmissible_around(info.cluster_queue)
+        if requeue_inadmissible:
+            self.requeue_inadmissible_around(info.cluster_queue)
         return self._queue(fresh.cluster_queue).add(fresh)
 
     def _release(self, info: WorkloadInfo) -> None:
