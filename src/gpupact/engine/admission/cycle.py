@@ -37,7 +37,12 @@ from gpupact.engine.admission.preemption import (
     can_always_reclaim,
     remove_workload,
 )
-from gpupact.engine.admission.resource_tree import add_usages, available, remove_usages
+from gpupact.engine.admission.resource_tree import (
+    QuotaNode,
+    add_usages,
+    available,
+    remove_usages,
+)
 from gpupact.engine.admission.runtime import ClusterQueueRuntime
 from gpupact.engine.admission.workload_info import WorkloadInfo
 
@@ -134,6 +139,9 @@ class _Cycle:
         )
         self.result = CycleResult()
         self.preempted: dict[str, WorkloadInfo] = {}
+        # the same victims per root of their quota tree: only those can change what a
+        # ClusterQueue of that tree has available
+        self.preempted_by_root: dict[QuotaNode, dict[str, WorkloadInfo]] = {}
         self.temporary: list[tuple[ClusterQueueRuntime, dict[FlavorResource, int]]] = []
         self.assumed: list[tuple[_Entry, Admission]] = []
 
@@ -228,7 +236,7 @@ class _Cycle:
 
     def fits(self, cq: ClusterQueueRuntime, usage: dict, targets: list[Target]) -> bool:
         """Does `usage` fit once every victim of this cycle (and `targets`) is gone?"""
-        victims = dict(self.preempted)
+        victims = dict(self.preempted_by_root.get(cq.node.root(), ()))
         for t in targets:
             victims[t.key] = t.info
         for victim in victims.values():
@@ -309,6 +317,8 @@ class _Cycle:
             return
         for t in e.targets:
             self.preempted[t.key] = t.info
+            root = self.cqs[t.cluster_queue].node.root()
+            self.preempted_by_root.setdefault(root, {})[t.key] = t.info
         if mode == Mode.PREEMPT:
             self._charge(cq, usage, temporary=True)
             e.quota_reason = reasons.WAITING_FOR_PREEMPTED_WORKLOADS

@@ -44,6 +44,7 @@ class ClusterQueueQueue:
         "_heap",
         "_infos",
         "_seq",
+        "_stale",
         "bulk_moved",
         "equivalence_hashing",
         "inadmissible",
@@ -60,7 +61,11 @@ class ClusterQueueQueue:
         self.name = name
         self.strategy = strategy
         self._heap: list[tuple[tuple, int, str]] = []
-        self._current: dict[str, int] = {}  # key -> sequence number of its live heap entry
+        self._current: dict[str, tuple] = {}  # key -> its live heap entry
+        # key -> its last heap entry, no longer live but still in the heap: parking and
+        # retrying a workload whose order did not change revives that entry instead of
+        # pushing another (the order tuple ends with the unique key, so ties never occur)
+        self._stale: dict[str, tuple] = {}
         self._infos: dict[str, WorkloadInfo] = {}
         # the active workloads again, per scheduling shape (same order as _infos): parking a
         # head's equivalents must not scan the whole heap
@@ -81,6 +86,7 @@ class ClusterQueueQueue:
         )
         other._heap = list(self._heap)
         other._current = dict(self._current)
+        other._stale = dict(self._stale)
         other._infos = {key: infos[key] for key in self._infos}
         for key, info in other._infos.items():
             other._by_shape.setdefault(info.shape, {})[key] = info
@@ -97,14 +103,23 @@ class ClusterQueueQueue:
         return (info.key != self.sticky, -w.priority, w.creation_time, w.uid, info.key)
 
     def _push(self, info: WorkloadInfo) -> None:
+        key = info.key
+        order = self._order(info)
+        self._infos[key] = info
+        self._by_shape.setdefault(info.shape, {})[key] = info
+        old = self._stale.pop(key, None)
+        if old is not None and old[0] == order:
+            self._current[key] = old
+            return
         self._seq += 1
-        self._current[info.key] = self._seq
-        self._infos[info.key] = info
-        self._by_shape.setdefault(info.shape, {})[info.key] = info
-        heapq.heappush(self._heap, (self._order(info), self._seq, info.key))
+        entry = (order, self._seq, key)
+        self._current[key] = entry
+        heapq.heappush(self._heap, entry)
 
     def _discard(self, key: str) -> WorkloadInfo | None:
-        self._current.pop(key, None)
+        entry = self._current.pop(key, None)
+        if entry is not None:
+            self._stale[key] = entry
         info = self._infos.pop(key, None)
         if info is not None:
             self._forget_shape(info)
@@ -131,12 +146,16 @@ class ClusterQueueQueue:
     def pop(self) -> WorkloadInfo | None:
         heap = self._heap
         while heap:
-            _, seq, key = heapq.heappop(heap)
-            if self._current.get(key) == seq:
-                del self._current[key]
-                info = self._infos.pop(key)
-                self._forget_shape(info)
-                return info
+            entry = heapq.heappop(heap)
+            key = entry[2]
+            if self._current.get(key) is not entry:
+                if self._stale.get(key) is entry:
+                    del self._stale[key]
+                continue
+            del self._current[key]
+            info = self._infos.pop(key)
+            self._forget_shape(info)
+            return info
         return None
 
     def active_in_order(self) -> list[WorkloadInfo]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,42 +12,87 @@ from gpupact.engine.admission.workload_info import WorkloadInfo
 
 
 class AdmittedWorkloads(dict[str, WorkloadInfo]):
-    """Admitted workloads of one ClusterQueue by key. Counts its changes so that the priority
-    index preemption searches use knows when to rebuild."""
+    """Admitted workloads of one ClusterQueue by key, with the priority index preemption
+    searches read (ascending priority). Single inserts and removals update the index in place
+    of a rebuild: a preemption search removes and restores candidates many times a cycle.
+    The order among equal priorities is not kept (every reader re-sorts candidates by a total
+    key); any other mutation drops the index and the next read rebuilds it."""
 
-    __slots__ = ("version",)
+    __slots__ = ("_infos", "_priorities")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.version = 0
+        self._priorities: list[int] | None = None
+        self._infos: list[WorkloadInfo] = []
+
+    def by_priority(self) -> tuple[list[int], list[WorkloadInfo]]:
+        """Never mutate the lists: they are replaced, not edited, on every change."""
+        if self._priorities is None:
+            infos = sorted(self.values(), key=_priority)
+            self._priorities = [i.workload.priority for i in infos]
+            self._infos = infos
+        return self._priorities, self._infos
+
+    def _drop_index(self) -> None:
+        self._priorities = None
+        self._infos = []
+
+    def _index_add(self, info: WorkloadInfo) -> None:
+        if self._priorities is None:
+            return
+        priority = info.workload.priority
+        at = bisect_right(self._priorities, priority)
+        self._priorities = [*self._priorities[:at], priority, *self._priorities[at:]]
+        self._infos = [*self._infos[:at], info, *self._infos[at:]]
+
+    def _index_remove(self, info: WorkloadInfo) -> None:
+        if self._priorities is None:
+            return
+        priority = info.workload.priority
+        lo = bisect_left(self._priorities, priority)
+        hi = bisect_right(self._priorities, priority)
+        for at in range(lo, hi):
+            if self._infos[at] is info:
+                self._priorities = self._priorities[:at] + self._priorities[at + 1 :]
+                self._infos = self._infos[:at] + self._infos[at + 1 :]
+                return
+        self._drop_index()
 
     def __setitem__(self, key: str, value: WorkloadInfo) -> None:
+        old = self.get(key)
         super().__setitem__(key, value)
-        self.version += 1
+        if old is not None:
+            self._drop_index()
+        else:
+            self._index_add(value)
 
     def __delitem__(self, key: str) -> None:
+        info = self[key]
         super().__delitem__(key)
-        self.version += 1
+        self._index_remove(info)
 
     def pop(self, key: str, *default: Any) -> Any:
-        self.version += 1
-        return super().pop(key, *default)
+        if key not in self:
+            return super().pop(key, *default)
+        info = super().pop(key)
+        self._index_remove(info)
+        return info
 
     def popitem(self) -> tuple[str, WorkloadInfo]:
-        self.version += 1
+        self._drop_index()
         return super().popitem()
 
     def setdefault(self, key: str, default: Any = None) -> Any:
-        self.version += 1
+        self._drop_index()
         return super().setdefault(key, default)
 
     def update(self, *args: Any, **kwargs: Any) -> None:
         super().update(*args, **kwargs)
-        self.version += 1
+        self._drop_index()
 
     def clear(self) -> None:
         super().clear()
-        self.version += 1
+        self._drop_index()
 
     def __ior__(self, other: Any) -> AdmittedWorkloads:
         self.update(other)
@@ -55,8 +101,6 @@ class AdmittedWorkloads(dict[str, WorkloadInfo]):
 
 class ClusterQueueRuntime:
     __slots__ = (
-        "_index",
-        "_index_version",
         "_workloads",
         "active",
         "generation",
@@ -88,19 +132,11 @@ class ClusterQueueRuntime:
         if not isinstance(value, AdmittedWorkloads):
             value = AdmittedWorkloads(value)
         self._workloads = value
-        self._index_version = -1
-        self._index: tuple[list[int], list[WorkloadInfo]] = ([], [])
 
     def by_priority(self) -> tuple[list[int], list[WorkloadInfo]]:
         """Admitted workloads in ascending priority, with their priorities (for bisection).
-        Rebuilt only after the admitted set changed: a preemption search reads it for every
-        ClusterQueue of the cohort, many times a cycle. Never mutate the lists."""
-        workloads = self._workloads
-        if self._index_version != workloads.version:
-            infos = sorted(workloads.values(), key=_priority)
-            self._index = ([i.workload.priority for i in infos], infos)
-            self._index_version = workloads.version
-        return self._index
+        Never mutate the lists."""
+        return self._workloads.by_priority()
 
     def clone(self, node: QuotaNode, infos: Mapping[str, WorkloadInfo]) -> ClusterQueueRuntime:
         out = ClusterQueueRuntime.__new__(ClusterQueueRuntime)
