@@ -1,0 +1,161 @@
+"""Kueue's scheduler-perf replay on a scaled-down config: invariants of the simulation and the
+recorder's definitions of usage and time to admission."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gpupact.twin.kueue_perf import (
+    BASELINE,
+    LARGE_SCALE,
+    MILLI,
+    PerfConfig,
+    ReplayOptions,
+    _TokenBucket,
+    replay,
+    standard_config,
+)
+
+SMALL = standard_config(
+    "small",
+    cohorts=1,
+    queues=2,
+    sets=(
+        ("small", 150, 100, 200, 50, 1),
+        ("medium", 40, 500, 500, 100, 5),
+        ("large", 20, 1200, 1000, 200, 20),
+    ),
+)
+WORKLOADS = 2 * (150 + 40 + 20)
+
+
+def without_preemption(config: PerfConfig) -> PerfConfig:
+    cohorts = tuple(
+        dataclasses.replace(
+            c,
+            queues_sets=tuple(
+                dataclasses.replace(q, reclaim_within_cohort="Never", within_cluster_queue="Never")
+                for q in c.queues_sets
+            ),
+        )
+        for c in config.cohorts
+    )
+    return dataclasses.replace(config, cohorts=cohorts)
+
+
+@pytest.fixture(scope="module")
+def result():
+    return replay(SMALL, ReplayOptions(seed=7))
+
+
+def test_upstream_configs_have_upstream_sizes() -> None:
+    def size(config: PerfConfig) -> tuple[int, int]:
+        cohort = config.cohorts[0]
+        qset = cohort.queues_sets[0]
+        per_queue = sum(s.count * len(s.workloads) for s in qset.workloads_sets)
+        return cohort.count * qset.count, cohort.count * qset.count * per_queue
+
+    assert size(BASELINE) == (30, 15_000)
+    assert size(LARGE_SCALE) == (1_000, 50_000)
+
+
+def test_no_cluster_queue_exceeds_nominal_plus_borrowing(result) -> None:
+    assert result.max_usage.keys() == result.usage_limit.keys()
+    for name, peak in result.max_usage.items():
+        assert peak <= result.usage_limit[name] == 120 * MILLI
+    # the config makes the queues borrow: the bound is actually reached for
+    assert max(result.max_usage.values()) > 20 * MILLI
+
+
+def test_every_workload_is_admitted_and_finishes(result) -> None:
+    assert len(result.workloads) == WORKLOADS
+    assert all(w.admitted_ms is not None and w.finished_ms is not None for w in result.workloads)
+    evictions = sum(w.evictions for w in result.workloads)
+    assert result.preemptions == evictions
+    # every eviction is followed by one more admission
+    assert result.admissions == WORKLOADS + evictions
+    for w in result.workloads:
+        assert w.created_ms <= w.admitted_ms < w.finished_ms <= result.simulated_ms
+
+
+def test_same_seed_same_result(result) -> None:
+    assert replay(SMALL, ReplayOptions(seed=7)) == result
+
+
+def test_seed_moves_the_epoch_and_the_uids() -> None:
+    results = {replay(SMALL, ReplayOptions(seed=s)).workloads for s in range(4)}
+    assert len(results) > 1
+
+
+def test_higher_priority_classes_wait_less(result) -> None:
+    classes = result.workload_classes
+    assert set(classes) == {"small", "medium", "large"}
+    large, medium, small = (
+        classes[c].average_time_to_admission_ms for c in ("large", "medium", "small")
+    )
+    assert large <= medium <= small
+    assert small > 0
+
+
+def test_time_to_admission_is_read_from_whole_second_timestamps(result) -> None:
+    for w in result.workloads:
+        assert w.time_to_admit_ms % 1000 == 0
+        assert abs(w.time_to_admit_ms - (w.admitted_ms - w.created_ms)) < 1000
+    for name, summary in result.workload_classes.items():
+        mine = [w for w in result.workloads if w.class_name == name]
+        assert summary.count == len(mine)
+        # the recorder's integer average
+        assert summary.average_time_to_admission_ms == sum(w.time_to_admit_ms for w in mine) // len(
+            mine
+        )
+
+
+def test_usage_is_the_integral_of_admitted_cpu_over_the_monitoring_window() -> None:
+    """Without preemption every admission lasts from admission to finish, so the integral can
+    be recomputed from the workload records."""
+    run = replay(without_preemption(SMALL), ReplayOptions(seed=3))
+    assert run.preemptions == 0
+    requests = {"small": 1, "medium": 5, "large": 20}
+    used = sum(
+        requests[w.class_name] * MILLI * (w.finished_ms - w.admitted_ms) for w in run.workloads
+    )
+    summary = run.queue_classes["cq"]
+    assert summary.cpu_used == used
+    assert summary.nominal_quota == 2 * 20 * MILLI
+    assert summary.first_event_ms == 0
+    assert summary.last_event_ms == max(w.finished_ms for w in run.workloads)
+    expected = used * 100 / (summary.nominal_quota * summary.last_event_ms)
+    assert summary.usage_percent == pytest.approx(expected)
+    assert 0 < summary.usage_percent <= 100
+
+
+def test_workloads_run_for_their_runtime_from_admission(result) -> None:
+    runtimes = {"small": 200, "medium": 500, "large": 1000}
+    for w in result.workloads:
+        if w.evictions == 0:
+            assert w.finished_ms - w.admitted_ms == runtimes[w.class_name]
+
+
+def test_rate_limited_writes_delay_the_start_and_stretch_the_run(result) -> None:
+    slow = replay(SMALL, ReplayOptions(seed=7, api_qps=5, api_burst=10))
+    runtimes = {"small": 200, "medium": 500, "large": 1000}
+    late = [w for w in slow.workloads if w.finished_ms - w.admitted_ms > runtimes[w.class_name]]
+    assert late
+    assert all(w.finished_ms - w.admitted_ms >= runtimes[w.class_name] for w in slow.workloads)
+    # 420+ writes at 5 per second cannot finish before ~80 s
+    assert slow.simulated_ms >= (slow.admissions + slow.preemptions - 10) * 1000 // 5
+    assert slow.simulated_ms > result.simulated_ms
+
+
+def test_cycles_take_their_simulated_time() -> None:
+    run = replay(SMALL, ReplayOptions(seed=1, cycle_ms=50))
+    assert 0 < run.cycles <= run.simulated_ms // 50 + 1
+
+
+def test_token_bucket_reserves_like_x_time_rate() -> None:
+    bucket = _TokenBucket(qps=10, burst=2)
+    assert [bucket.reserve(0) for _ in range(4)] == [0, 0, 100, 200]
+    # 1 s later the bucket has refilled to its burst
+    assert [bucket.reserve(1000) for _ in range(3)] == [0, 0, 100]
