@@ -315,12 +315,13 @@ def section(results: list[Stats], args: argparse.Namespace) -> str:
 BEGIN, END = "<!-- admission:begin -->", "<!-- admission:end -->"
 
 
-def update_doc(path: Path, text: str) -> None:
-    """Replace only this benchmark's block (between its markers; other helpers own the other
+def update_doc(path: Path, text: str, markers: tuple[str, str] = (BEGIN, END)) -> None:
+    """Replace only one benchmark's block (between its markers; other helpers own the other
     sections of the file), reading the file right before writing it."""
-    block = f"{BEGIN}\n{text.rstrip()}\n{END}"
+    begin, end = markers
+    block = f"{begin}\n{text.rstrip()}\n{end}"
     current = path.read_text() if path.exists() else "# Benchmarks\n"
-    pattern = re.compile(rf"{re.escape(BEGIN)}.*?{re.escape(END)}", re.S)
+    pattern = re.compile(rf"{re.escape(begin)}.*?{re.escape(end)}", re.S)
     if pattern.search(current):
         new = pattern.sub(lambda _: block, current, count=1)
     else:

@@ -148,10 +148,14 @@ class _Cycle:
     # --- nomination -----------------------------------------------------------------------
 
     def assignments(self, info: WorkloadInfo, cq: ClusterQueueRuntime) -> tuple[Assignment, list]:
-        state = self.state
         last = info.last_assignment
         if last is not None and self._outdated(last, cq, info):
             info.last_assignment = None
+        with self.preemptor.remembering():
+            return self._assignments(info, cq)
+
+    def _assignments(self, info: WorkloadInfo, cq: ClusterQueueRuntime) -> tuple[Assignment, list]:
+        state = self.state
         assigner = FlavorAssigner(
             info,
             cq,
@@ -258,7 +262,8 @@ class _Cycle:
             or not self.state.features.recompute_assignment_upon_preemption_targets_overlap
         ):
             return usage, self.fits(e.cq, usage, e.targets)
-        victims = list(self.preempted.values())
+        # victims in other quota trees change nothing this head can see
+        victims = list(self.preempted_by_root.get(e.cq.node.root(), {}).values())
         for victim in victims:
             remove_workload(self.cqs, victim)
         e.info.last_assignment = None

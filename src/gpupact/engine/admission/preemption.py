@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
+from operator import attrgetter
 
 from gpupact.engine.admission.flavor_assigner import Assignment, Possibility
 from gpupact.engine.admission.model import (
@@ -138,6 +140,7 @@ class _Candidate:
     info: WorkloadInfo
     lca: QuotaNode | None  # lowest common ancestor with the preemptor's ClusterQueue
     variant: int
+    order: tuple  # candidate_order_key, computed once
 
 
 def _classify(ctx: PreemptionContext, info: WorkloadInfo, advantage: bool) -> int:
@@ -186,13 +189,18 @@ def _policy_matches(
 
 
 def _from_queue(
-    ctx: PreemptionContext, cq: ClusterQueueRuntime, lca: QuotaNode | None, advantage: bool
+    ctx: PreemptionContext,
+    cq: ClusterQueueRuntime,
+    lca: QuotaNode | None,
+    advantage: bool,
+    now: int,
 ) -> list[_Candidate]:
     """`_classify` for every admitted workload of `cq`, reading only those the policy allows."""
     preemption = ctx.cq.spec.preemption
     same_queue = cq.name == ctx.cq.name
     policy = preemption.within_cluster_queue if same_queue else preemption.reclaim_within_cohort
-    return _candidates(ctx, _policy_matches(ctx.preemptor, cq, policy), same_queue, lca, advantage)
+    matches = _policy_matches(ctx.preemptor, cq, policy)
+    return _candidates(ctx, matches, same_queue, lca, advantage, now)
 
 
 def _candidates(
@@ -201,8 +209,10 @@ def _candidates(
     same_queue: bool,
     lca: QuotaNode | None,
     advantage: bool,
+    now: int,
 ) -> list[_Candidate]:
     frs = ctx.frs
+    preemptor_cq = ctx.cq.name
     out = []
     for info in matches:
         if info.held.isdisjoint(frs):
@@ -213,8 +223,11 @@ def _candidates(
             variant = _HIERARCHICAL
         else:
             variant = _classify(ctx, info, advantage)
-        out.append(_Candidate(info, lca, variant))
+        out.append(_Candidate(info, lca, variant, candidate_order_key(info, preemptor_cq, now)))
     return out
+
+
+_by_order = attrgetter("order")
 
 
 class CandidateIterator:
@@ -223,9 +236,10 @@ class CandidateIterator:
     ) -> None:
         self.ctx = ctx
         self.cqs = cqs
+        self.now = now
         same: list[_Candidate] = []
         if ctx.cq.spec.preemption.within_cluster_queue != NEVER:
-            same = _from_queue(ctx, ctx.cq, None, False)
+            same = _from_queue(ctx, ctx.cq, None, False, now)
         hierarchy, priority = self._collect_hierarchical()
         self.none_from_other_queues = not hierarchy and not priority
         self.none_for_hierarchical_reclaim = not hierarchy
@@ -233,10 +247,7 @@ class CandidateIterator:
             self.candidates: list[_Candidate] = []
             return
 
-        def order(c: _Candidate) -> tuple:
-            return candidate_order_key(c.info, ctx.cq.name, now)
-
-        groups = [sorted(g, key=order) for g in (hierarchy, priority, same)]
+        groups = [sorted(g, key=_by_order) for g in (hierarchy, priority, same)]
         evicted = [[c for c in g if c.info.evicted] for g in groups]
         rest = [[c for c in g if not c.info.evicted] for g in groups]
         self.candidates = [c for g in (*evicted, *rest) for c in g]
@@ -274,14 +285,18 @@ class CandidateIterator:
             self._collect_in_subtree(child, subtree_root, skip, advantage, out)
         ctx = self.ctx
         policy = ctx.cq.spec.preemption.reclaim_within_cohort
+        # test first what usually filters: the policy (LowerPriority mostly allows nothing),
+        # except Any, which allows everything and leaves it to the quota test
+        quota_first = policy == ANY
         for child in cohort.child_cqs:
             if child is ctx.cq.node:
                 continue
-            # what the policy allows first: usually nothing, and that is the cheaper test
-            matches = _policy_matches(ctx.preemptor, self.cqs[child.name], policy)
-            if not matches or within_nominal(child, frs):
+            if quota_first and within_nominal(child, frs):
                 continue
-            out.extend(_candidates(ctx, matches, False, subtree_root, advantage))
+            matches = _policy_matches(ctx.preemptor, self.cqs[child.name], policy)
+            if not matches or (not quota_first and within_nominal(child, frs)):
+                continue
+            out.extend(_candidates(ctx, matches, False, subtree_root, advantage, self.now))
 
     def iterate(self, allow_borrowing: bool) -> Iterator[tuple[WorkloadInfo, str]]:
         """Valid candidates, re-checked lazily against the current (simulated) usage."""
@@ -364,6 +379,19 @@ class Preemptor:
         self.now = now
         # a FairSharingPreemption (fair_sharing.py) when fair sharing is enabled
         self.fair_sharing = fair_sharing
+        # targets per question while the quota tree cannot change (see `remembering`)
+        self._memo: dict[tuple, list[Target]] | None = None
+
+    @contextmanager
+    def remembering(self) -> Iterator[None]:
+        """Answer a repeated question from memory while the caller changes nothing: the flavor
+        assigner's simulation and the targets of the assignment it picks ask the same one (as
+        in Kueue, which computes both)."""
+        self._memo = {}
+        try:
+            yield
+        finally:
+            self._memo = None
 
     def get_targets(self, info: WorkloadInfo, assignment: Assignment) -> list[Target]:
         ctx = PreemptionContext(
@@ -375,6 +403,16 @@ class Preemptor:
         return self.targets(ctx)
 
     def targets(self, ctx: PreemptionContext) -> list[Target]:
+        memo = self._memo
+        if memo is None:
+            return self._targets(ctx)
+        question = (ctx.preemptor.key, frozenset(ctx.frs), frozenset(ctx.usage.items()))
+        found = memo.get(question)
+        if found is None:
+            found = memo[question] = self._targets(ctx)
+        return list(found)
+
+    def _targets(self, ctx: PreemptionContext) -> list[Target]:
         if self.fair_sharing is not None:
             return self.fair_sharing.targets(self, ctx)
         return self.classical_targets(ctx)
