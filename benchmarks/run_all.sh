@@ -14,3 +14,4 @@ python benchmarks/cli_startup.py --write
 python benchmarks/ledger_ingest.py --write
 python benchmarks/gateway.py --write  # needs wrk (Debian package)
 python benchmarks/gang.py --write
+python benchmarks/kueue_perf.py --write
