@@ -149,6 +149,16 @@ def test_rate_limited_writes_delay_the_start_and_stretch_the_run(result) -> None
     assert slow.simulated_ms > result.simulated_ms
 
 
+def test_skipping_repeated_cycles_changes_nothing_but_the_wall_time() -> None:
+    """Under the rate limit preemptors wait for their evictions while the scheduler cycles
+    every 10 ms; counting those repeats instead of running them gives the same result."""
+    options = ReplayOptions(seed=2, api_qps=5, api_burst=10)
+    fast = replay(SMALL, options)
+    slow = replay(SMALL, dataclasses.replace(options, skip_repeated_cycles=False))
+    assert fast.preemptions > 0
+    assert dataclasses.replace(fast, options=slow.options) == slow
+
+
 def test_cycles_take_their_simulated_time() -> None:
     run = replay(SMALL, ReplayOptions(seed=1, cycle_ms=50))
     assert 0 < run.cycles <= run.simulated_ms // 50 + 1

@@ -153,6 +153,9 @@ class ReplayOptions:
     # None: writes land at once
     api_qps: float | None = None
     api_burst: int = MINIMALKUEUE_BURST
+    # count, instead of running, the cycles that repeat a changeless one (same result, see
+    # `_Replay.resume`); False runs them all (slow: to check the shortcut)
+    skip_repeated_cycles: bool = True
 
 
 # --- results (runner/recorder/recorder.go) --------------------------------------------------
@@ -274,6 +277,9 @@ class _Replay:
     cycle_scheduled: bool = False
     next_cycle_at: int = 0
     slow_downs: int = 0
+    changed: bool = False  # a workload event since the last cycle
+    last_outcome: tuple | None = None  # pending heads of the last changeless cycle
+    spinning: bool = False  # cycles would repeat the last one until the next event
     cycles: int = 0
     admissions: int = 0
     preemptions: int = 0
@@ -343,9 +349,39 @@ class _Replay:
             handlers[kind](payload)
 
     def wake(self) -> None:
+        if self.spinning:
+            self.resume()
         if not self.cycle_scheduled:
             self.cycle_scheduled = True
             self.push(max(self.now, self.next_cycle_at), _CYCLE, None)
+
+    def change(self) -> None:
+        """A workload event: a spinning scheduler sees it at its next cycle."""
+        self.changed = True
+        if self.spinning:
+            self.wake()
+
+    def resume(self) -> None:
+        """Kueue keeps cycling every backoff step while a head stays active; a cycle that
+        changes nothing and sees nothing new repeats the previous one exactly. Those repeats
+        are counted (cycles, the engine's cycle number, the backoff), not run, and the first
+        cycle after the event runs on the same time grid."""
+        self.spinning = False
+        at, skipped = self.next_cycle_at, 0
+        while at < self.now:
+            skipped += 1
+            self.slow_downs += 1
+            step = self.options.cycle_ms + _backoff(self.slow_downs)
+            if step == self.options.cycle_ms + SLOW_DOWN_MAX_MS:  # constant from here on
+                n = -(-(self.now - at) // step)
+                skipped += n - 1
+                self.slow_downs += n - 1
+                at += n * step
+                break
+            at += step
+        self.cycles += skipped
+        self.state.cycle_number += skipped
+        self.next_cycle_at = at
 
     def touch(self, cluster_queue: str) -> None:
         """A ClusterQueue event: integrate the admitted cpu up to now, then read it again."""
@@ -374,12 +410,14 @@ class _Replay:
         self.touch(self.workloads[self.ids[wl.key]].cluster_queue)
         if self.state.submit(wl) == "active":
             self.wake()
+        self.change()
 
     def on_requeue(self, payload: tuple[str, str]) -> None:
         root, cluster_queue = payload
         self.requeue_due.discard(root)
         self.state.requeue_inadmissible_around(cluster_queue)
         self.wake()
+        self.change()
 
     def on_finish(self, payload: tuple[int, int]) -> None:
         wid, attempt = payload
@@ -390,6 +428,7 @@ class _Replay:
         self.state.finish(w.key, requeue_inadmissible=False)
         self.touch(w.cluster_queue)
         self.notify_requeue(w.cluster_queue)
+        self.change()
 
     def on_evict(self, payload: tuple[int, int]) -> None:
         wid, attempt = payload
@@ -402,12 +441,15 @@ class _Replay:
         self.notify_requeue(w.cluster_queue)
         if where == "active":
             self.wake()
+        self.change()
 
     def on_cycle(self, _: object) -> None:
         self.cycle_scheduled = False
         if not any(q.active_count() for q in self.state.queues.values()):
+            self.last_outcome = None
             return  # Kueue blocks in Heads until a workload becomes active
         self.cycles += 1
+        changed, self.changed = self.changed, False
         result = self.state.schedule_cycle(self.now + self.phase)
         touched = set()
         for admitted in result.admitted:
@@ -428,11 +470,17 @@ class _Replay:
         self.preemptions += len(result.preempted)
         if result.admitted:
             self.slow_downs = 0
-            backoff = 0
         else:
             self.slow_downs += 1
-            backoff = min(SLOW_DOWN_INITIAL_MS << (self.slow_downs - 1), SLOW_DOWN_MAX_MS)
-        self.next_cycle_at = self.now + self.options.cycle_ms + backoff
+        self.next_cycle_at = self.now + self.options.cycle_ms + _backoff(self.slow_downs)
+        outcome = None
+        if not result.admitted and not result.preempted:
+            outcome = tuple((p.key, p.reason, p.state) for p in result.left_pending)
+        repeated = outcome is not None and not changed and outcome == self.last_outcome
+        if repeated and self.options.skip_repeated_cycles:
+            self.spinning = True
+            return
+        self.last_outcome = outcome
         self.wake()
 
     # --- the recorder's summary ----------------------------------------------------------------
@@ -464,6 +512,15 @@ class _Replay:
             w.evictions,
             admit,
         )
+
+
+def _backoff(slow_downs: int) -> int:
+    """Kueue's SlowDown wait (ms) after `slow_downs` cycles in a row without admission."""
+    if slow_downs == 0:
+        return 0
+    if slow_downs > 4:
+        return SLOW_DOWN_MAX_MS
+    return min(SLOW_DOWN_INITIAL_MS << (slow_downs - 1), SLOW_DOWN_MAX_MS)
 
 
 def _cluster_queue(name: str, cohort: str, qset: QueuesSet) -> ClusterQueue:
