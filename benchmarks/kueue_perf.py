@@ -6,8 +6,11 @@ and large-scale, each in a fresh process (for its wall time and peak memory), in
 client rate limit, 50 QPS burst 100). Prints ours next to upstream's measured means (the
 rangespec.yaml comments) and optionally rewrites the section in docs/benchmarks.md.
 
-    python benchmarks/kueue_perf.py [--configs baseline,large-scale] [--modes ideal,client]
+    python benchmarks/kueue_perf.py [--runs baseline:ideal,baseline:client,large-scale:ideal]
         [--seed 0] [--profile] [--write]
+
+The default leaves out large-scale:client: under the rate limit a large-scale replay runs
+hundreds of thousands of cycles over 1,000 ClusterQueues and did not finish in 25 minutes.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ MODES = {
     "client": {"api_qps": MINIMALKUEUE_QPS, "api_burst": MINIMALKUEUE_BURST},
 }
 CLASSES = ("large", "medium", "small")
+DEFAULT_RUNS = "baseline:ideal,baseline:client,large-scale:ideal"
 
 # Upstream's measured means (configs/*/rangespec.yaml comments): usage %, then the average
 # time to admission per class (ms), and the runner's wall time (ms).
@@ -136,10 +140,7 @@ def table(config: str, runs: list[dict]) -> str:
 
 def section(tables: list[str], args: argparse.Namespace) -> str:
     m = machine()
-    command = (
-        f"python benchmarks/kueue_perf.py --configs {','.join(args.configs)} "
-        f"--modes {','.join(args.modes)} --seed {args.seed} --write"
-    )
+    command = f"python benchmarks/kueue_perf.py --runs {args.runs} --seed {args.seed} --write"
     return "\n".join(
         [
             SECTION,
@@ -165,6 +166,11 @@ def section(tables: list[str], args: argparse.Namespace) -> str:
             " reads them.",
             "",
             *[t + "\n" for t in tables],
+            "large-scale in client mode is not in the table: under the rate limit the"
+            " scheduler keeps cycling over up to 1,000 ClusterQueues while writes wait"
+            " (hundreds of thousands of cycles; only exact repeats of a changeless cycle are"
+            " skipped), and it did not finish within 25 minutes.",
+            "",
             "The target (large-scale replay under 30 s wall) applies to the ideal mode. The"
             " engine changes that got it there keep every decision: the replays' digests of"
             " every workload's admission, finish and eviction times, the cycle, admission and"
@@ -177,8 +183,7 @@ def section(tables: list[str], args: argparse.Namespace) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--configs", default="baseline,large-scale")
-    parser.add_argument("--modes", default="ideal,client")
+    parser.add_argument("--runs", default=DEFAULT_RUNS, help="CONFIG:MODE,...")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--profile", action="store_true", help="cProfile (in this process)")
     parser.add_argument("--write", action="store_true", help=f"rewrite its section in {DOC}")
@@ -187,18 +192,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         print(json.dumps(run_one(*args.child, args.seed, profile=False)))
         return 0
-    args.configs = args.configs.split(",")
-    args.modes = args.modes.split(",")
-    for name in args.configs:
-        if name not in CONFIGS:
-            parser.error(f"--configs: unknown config {name!r} (known: {', '.join(CONFIGS)})")
-    for mode in args.modes:
-        if mode not in MODES:
-            parser.error(f"--modes: unknown mode {mode!r} (known: {', '.join(MODES)})")
+    plan: dict[str, list[str]] = {}
+    for item in args.runs.split(","):
+        config, _, mode = item.partition(":")
+        if config not in CONFIGS or mode not in MODES:
+            parser.error(
+                f"--runs: {item!r} is not CONFIG:MODE (configs: {', '.join(CONFIGS)}; modes:"
+                f" {', '.join(MODES)})"
+            )
+        plan.setdefault(config, []).append(mode)
     tables = []
-    for config in args.configs:
+    for config, modes in plan.items():
         runs = []
-        for mode in args.modes:
+        for mode in modes:
             if args.profile:
                 runs.append(run_one(config, mode, args.seed, profile=True))
             else:
