@@ -184,14 +184,18 @@ def test_hostile_messages_say_what_is_wrong(hostile_results: dict[str, tuple]) -
         "check|alias-bomb.yaml": "aliases expand to more than",
         "fit -f|alias-cycle.yaml": "alias inside the value it names",
         "check|deep.json": "deep.json:1:2501: nested more than 500 levels",
-        "fit -f|deep-flow.yaml": "nested more than 500 levels",
+        # libyaml >= 0.2.6 (PyYAML 6.0.4) stops deep flow collections in its scanner, before
+        # the event-level depth check sees them: either message names the problem
+        "fit -f|deep-flow.yaml": ("nested more than 500 levels", "maximum nesting depth"),
         "fit --nodes|items-mapping.json": "items: expected a list of objects, got an object",
         "fit --nodes|dev-zero": "/dev/zero:1:1: a NUL character",
         "fit -f|inf.json": "spec.priority",
     }
-    for case, fragment in expected.items():
+    for case, fragments in expected.items():
         if case in hostile_results:
-            assert fragment in hostile_results[case][2]["stderr"], (case, hostile_results[case])
+            stderr = hostile_results[case][2]["stderr"]
+            options = fragments if isinstance(fragments, tuple) else (fragments,)
+            assert any(f in stderr for f in options), (case, hostile_results[case])
 
 
 # --- seeded mutations of valid inputs -----------------------------------------------------------
