@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import schemathesis
-from schemathesis.generation.meta import GenerationMode, ParameterLocation
 from fake_twin import FakeSimulation
 from hypothesis import HealthCheck, settings
+from schemathesis.generation.meta import GenerationMode, ParameterLocation
 from serve_helpers import Clock, auth, tokens
 
 from gpupact.ledger import Ledger
