@@ -141,3 +141,25 @@ def test_cli_contract_compile_refuses_is_located_in_the_contract(tmp_path: Path)
     result = runner.invoke(app, ["simulate", str(tmp_path), "--report", "-"])
     assert result.exit_code == 2
     assert "contract.yaml:" in result.output and "owner" in result.output
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"jobs": [{"tenant": "lab", "class": "batch", "perHour": 1e9}]}, "arrivals, more than"),
+        (
+            {
+                "faults": [
+                    {"at": "1h", "kind": "node-down", "pool": "gpu-batch", "recoverAfter": "10m"}
+                ]
+            },
+            "device-plugin-lost only",
+        ),
+    ],
+)
+def test_unbounded_or_unmodelled_requests_are_refused(
+    tmp_path: Path, change: dict, message: str
+) -> None:
+    write(tmp_path, contract(), scenario(**change))
+    with pytest.raises(InputError, match=message):
+        load_scenario(tmp_path)

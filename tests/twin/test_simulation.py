@@ -281,3 +281,83 @@ def test_blocked_counts_waiting_gangs_and_workloads(tmp_path: Path) -> None:
     waiting_gangs = {r.owner for r in sim.control.pending.values() if r.gang_min > 1}
     assert blocked["podGroups"] == len(waiting_gangs) > 0
     assert blocked["workloads"] == len(sim.world.admission.pending_workloads()) > 0
+
+
+def test_a_service_gang_of_single_pod_replicas_runs(tmp_path: Path) -> None:
+    c = contract()
+    c["services"][0]["gang"] = "service"
+    sim, result = run(tmp_path, c=c, s=scenario(jobs=[]))
+    assert result["summary"]["services"]["chat"]["peakReady"] >= 2
+    assert not sim.control.pending
+
+
+def test_nodes_on_order_are_counted_before_ordering_more(tmp_path: Path) -> None:
+    # three 8-GPU jobs need two more train nodes; scans every 10 s while they boot must not
+    # order the same nodes again
+    c = contract()
+    c["pools"][1]["nodes"] = {"min": 1, "max": 8}
+    c["pools"][1]["coldStart"] = {"provision": "3m"}
+    c["tenants"][1]["quotas"] = [{"pool": "gpu-batch", "gpus": 64}]
+    jobs = [
+        {
+            "name": "big",
+            "tenant": "lab",
+            "class": "batch",
+            "perHour": 1,
+            "pods": 3,
+            "gpusPerPod": 8,
+            "duration": "1h",
+            "start": "0s",
+            "end": "1h",
+        }
+    ]
+    sim, result = run(tmp_path, c=c, s=scenario(jobs=jobs, seed=5))
+    ordered = sum(
+        int(e["text"].split()[0])
+        for e in result["events"]
+        if e["kind"] == "scale-up" and e["subject"] == "gpu-batch"
+    )
+    assert ordered == 2 * len(sim.jobs)
+
+
+def test_a_lost_batch_pod_is_replaced_alone(tmp_path: Path) -> None:
+    faults = [{"at": "20m", "kind": "node-down", "pool": "gpu-batch", "nodes": 1}]
+    c = contract()
+    c["pools"][1]["nodes"] = {"min": 2, "max": 2}
+    jobs = [
+        {
+            "name": "embed",
+            "tenant": "lab",
+            "class": "batch",
+            "perHour": 2,
+            "pods": 2,
+            "duration": "1h",
+            "start": "0s",
+            "end": "15m",
+        }
+    ]
+    sim, result = run(tmp_path, c=c, s=scenario(jobs=jobs, faults=faults))
+    replaced = [e for e in result["events"] if e["kind"] == "restart"]
+    lost = [
+        u for u in sim.metrics.usage if u.end is not None and abs(u.end - (sim.t0 + 1200)) < 1e-6
+    ]
+    assert replaced and len(replaced) == len(lost)
+    assert all(e["text"].startswith("replaced") for e in replaced)
+
+
+def test_result_does_not_change_the_run(tmp_path: Path) -> None:
+    loaded = load_scenario(write(tmp_path, contract(), scenario()))
+    sim = Simulation(loaded)
+    sim.run_until(3600)
+    first = json.dumps(sim.result(), sort_keys=True)
+    records = len(sim.usage_records())
+    assert json.dumps(sim.result(), sort_keys=True) == first
+    assert len(sim.usage_records()) == records
+
+
+def test_capacity_includes_nodes_whose_device_plugin_is_lost(tmp_path: Path) -> None:
+    faults = [{"at": "10m", "kind": "device-plugin-lost", "pool": "gpu-inference", "nodes": 1}]
+    _, result = run(tmp_path, s=scenario(faults=faults))
+    pool = result["series"]["pools"]["gpu-inference"]
+    assert max(pool["unavailable"]) == 8
+    assert all(a <= g for a, g in zip(pool["allocated"], pool["gpus"], strict=True))

@@ -50,17 +50,22 @@ class Autoscaler:
         return [self.order[i] for i in np.flatnonzero(mask)]
 
     def wanted(self, pending: Sequence[Pod]) -> dict[str, int]:
-        """New nodes each pool should order for these unschedulable pods."""
+        """New nodes each pool should order for these unschedulable pods. Nodes already
+        ordered count as upcoming (cluster-autoscaler puts them in its snapshot before it
+        estimates): pods they will hold order nothing more."""
         if not self.enabled:
             return {}
         by_pool: dict[str, list[Pod]] = {}
         for pod in pending:
-            pools = [p for p in self.pools_for(pod) if self._room(p) > 0]
+            pools = [
+                p for p in self.pools_for(pod) if self._room(p) > 0 or self.pools[p].provisioning
+            ]
             if pools:
                 by_pool.setdefault(pools[0], []).append(pod)
         out = {}
         for name, pods in by_pool.items():
-            count = self._estimate(self.pools[name].template, pods, self._room(name))
+            p = self.pools[name]
+            count = self._estimate(p.template, pods, p.provisioning, self._room(name))
             if count:
                 out[name] = count
         return out
@@ -69,16 +74,21 @@ class Autoscaler:
         p = self.pools[name]
         return p.maximum - len(p.rows) - p.provisioning
 
-    def _estimate(self, template: PoolTemplate, pods: Sequence[Pod], limit: int) -> int:
-        """Nodes needed: first-fit of the pods onto fresh template nodes (binpacking)."""
-        scratch = ClusterState.from_nodes([template.node(0)])
+    def _estimate(
+        self, template: PoolTemplate, pods: Sequence[Pod], upcoming: int, limit: int
+    ) -> int:
+        """New nodes needed beyond the `upcoming` ones: first-fit of the pods onto the upcoming
+        nodes, then onto fresh template nodes (the binpacking estimator)."""
+        scratch = ClusterState.from_nodes([template.node(i) for i in range(upcoming)])
         scheduler = Scheduler(scratch, seed=0)
+        added = 0
         for pod in pods:
-            placed = scheduler.schedule_one(pod)
-            if not isinstance(placed, Placement) and scratch.num_nodes < limit:
+            placed = scheduler.schedule_one(pod, explain=False)
+            if not isinstance(placed, Placement) and added < limit:
                 scratch.add_node(template.node(scratch.num_nodes))
-                scheduler.schedule_one(pod)  # a pod that fits no empty node never will
-        return sum(1 for i in range(scratch.num_nodes) if scratch.pods_on(i))
+                added += 1
+                scheduler.schedule_one(pod, explain=False)  # fits no empty node: never will
+        return sum(1 for i in range(upcoming, scratch.num_nodes) if scratch.pods_on(i))
 
     def minimum_nodes(self, name: str, prewarm: int) -> int:
         p = self.pools[name]

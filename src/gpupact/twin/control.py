@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from gpupact.cluster.state import ClusterState
+from gpupact.compile.names import utc_text
 from gpupact.engine.gang import PodGroup, PodGroupPhase
 from gpupact.engine.placement.scheduler import Placement, Scheduler
 from gpupact.engine.preemption.default_preemption import DefaultPreemption
@@ -76,7 +78,8 @@ class PodRecord:
     reason: str = ""  # the last refusal, for reports
     waiting_since: float | None = None  # when its work was submitted (a job queued in Kueue)
     shape: tuple = ()  # pods of one shape (template, selector) fit the same nodes
-    gang_min: int = 0  # > 1: a gang member (its owner's pods start together, or not at all)
+    gang: str = ""  # its gang (PodGroup key); kept when gang scheduling is off, for metrics
+    gang_min: int = 0  # > 1: a gang member (its gang's pods start together, or not at all)
 
     @property
     def wait_start(self) -> float:
@@ -183,7 +186,10 @@ class ControlPlane:
     def _bind(self, record: PodRecord, row: int, devices: Sequence[int] | None, now: float) -> None:
         node = self.state.node_names[row]
         bound = replace(
-            record.pod, node_name=node, phase="Running", start_time=_rfc3339(self.t0 + now)
+            record.pod,
+            node_name=node,
+            phase="Running",
+            start_time=utc_text(datetime.fromtimestamp(self.t0 + now, tz=UTC)),
         )
         self.state.bind(bound, row, devices)
         record.pod = bound
@@ -358,10 +364,3 @@ class _StateCluster:
 
     def running_pods(self) -> Iterable[Pod]:
         return (b.pod for b in self.state.bindings())
-
-
-def _rfc3339(seconds: float) -> str:
-    """A pod start time from epoch seconds, as RFC 3339."""
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

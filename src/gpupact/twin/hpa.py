@@ -26,12 +26,14 @@ DEFAULT_UP_POLICIES = (("Percent", 100, 15), ("Pods", 4, 15))
 DEFAULT_DOWN_POLICIES = (("Percent", 100, 15),)
 DEFAULT_UP_WINDOW = 0.0
 DEFAULT_DOWN_WINDOW = 300.0
+MAX_POLICY_PERIOD = 1800.0  # the API's upper bound on a policy's periodSeconds
 
 
 @dataclass
 class HpaController:
     spec: HpaSpec
     tolerance: float = 0.1
+    default_up_window: float = DEFAULT_UP_WINDOW
     default_down_window: float = DEFAULT_DOWN_WINDOW
     recommendations: deque[tuple[float, int]] = field(default_factory=deque)
     scale_events: deque[tuple[float, int]] = field(default_factory=deque)  # (time, +/- change)
@@ -58,7 +60,7 @@ class HpaController:
         spec = self.spec
         desired = self.desired_from_metric(current, ready, not_ready, total_metric)
         up_window = (
-            spec.scale_up_window_s if spec.scale_up_window_s is not None else DEFAULT_UP_WINDOW
+            spec.scale_up_window_s if spec.scale_up_window_s is not None else self.default_up_window
         )
         down_window = (
             spec.scale_down_window_s
@@ -78,6 +80,8 @@ class HpaController:
         stabilized = min(max(current, up_rec), down_rec)
         limited = self._rate_limited(now, current, stabilized)
         final = min(max(limited, spec.min_replicas), spec.max_replicas)
+        while self.scale_events and self.scale_events[0][0] <= now - MAX_POLICY_PERIOD:
+            self.scale_events.popleft()
         if final != current:
             self.scale_events.append((now, final - current))
         return final
@@ -86,20 +90,22 @@ class HpaController:
         spec = self.spec
         if desired > current:
             policies = spec.scale_up_policies or DEFAULT_UP_POLICIES
-            limit = max(self._limit(now, current, p, up=True) for p in policies)
+            # a limit never points the other way (upstream: at least the current count)
+            limit = max(current, max(self._limit(now, current, p, up=True) for p in policies))
             return min(desired, limit)
         if desired < current:
             policies = spec.scale_down_policies or DEFAULT_DOWN_POLICIES
-            limit = min(self._limit(now, current, p, up=False) for p in policies)
+            limit = min(current, min(self._limit(now, current, p, up=False) for p in policies))
             return max(desired, limit)
         return desired
 
     def _limit(self, now: float, current: int, policy: tuple[str, int, int], *, up: bool) -> int:
         kind, value, period = policy
-        changed = sum(
-            delta for at, delta in self.scale_events if at > now - period and (delta > 0) == up
-        )
-        start = current - changed
+        # replicas at the period's start: what was added in it taken off, what was removed
+        # put back (upstream getReplicasChangePerPeriod on both directions)
+        added = sum(d for at, d in self.scale_events if at > now - period and d > 0)
+        removed = -sum(d for at, d in self.scale_events if at > now - period and d < 0)
+        start = current - added + removed
         if kind == "Pods":
             return start + value if up else start - value
         if up:

@@ -62,6 +62,7 @@ KIND = "Scenario"
 SCENARIO_FILE = "scenario.yaml"
 MAX_DURATION = timedelta(days=31)  # a month of simulated time bounds every run
 MIN_STEP = timedelta(seconds=1)
+MAX_ARRIVALS = 1_000_000  # generated job arrivals per entry: bounds memory and run time
 
 
 def _number(value: object) -> float:
@@ -144,7 +145,16 @@ class Fault(Model):
     kind: FaultKind
     pool: Name
     nodes: Positive = 1  # how many of the pool's nodes (the first ones, in creation order)
-    recover_after: Duration | None = None  # device plugin / node back after this long
+    recover_after: Duration | None = None  # the device plugin back after this long
+
+    @model_validator(mode="after")
+    def _recovery(self) -> Fault:
+        if self.recover_after is not None and self.kind is not FaultKind.device_plugin_lost:
+            raise ValueError(
+                "recoverAfter is modelled for device-plugin-lost only (a node that went down "
+                "comes back as a new node through the autoscaler)"
+            )
+        return self
 
 
 class Hpa(Model):
@@ -191,6 +201,16 @@ class Scenario(Model):
             raise ValueError(f"duration must be positive and at most {MAX_DURATION.days}d")
         if not MIN_STEP <= self.step <= self.duration:
             raise ValueError("step must be between 1s and the duration")
+        for job in self.jobs:
+            if job.per_hour is None:
+                continue
+            end = min(job.end or self.duration, self.duration)
+            expected = job.per_hour * max(0.0, (end - job.start).total_seconds()) / 3600
+            if expected > MAX_ARRIVALS:
+                raise ValueError(
+                    f"jobs: {job.per_hour:g} per hour over the run is about {expected:,.0f} "
+                    f"arrivals, more than the {MAX_ARRIVALS:,} one scenario may hold"
+                )
         return self
 
 

@@ -17,6 +17,8 @@ The same seed gives the same run.
 
 from __future__ import annotations
 
+import copy
+import functools
 import heapq
 import itertools
 import math
@@ -168,6 +170,7 @@ class Simulation:
             hpa = HpaController(
                 template.hpa,
                 tolerance=self.scenario.hpa.tolerance,
+                default_up_window=self.scenario.hpa.scale_up_stabilization.total_seconds(),
                 default_down_window=self.scenario.hpa.scale_down_stabilization.total_seconds(),
             )
         tokens = template.service.tokens
@@ -224,11 +227,10 @@ class Simulation:
             self._at(fault.at.total_seconds(), "fault", i)
             if fault.recover_after is not None:
                 self._at((fault.at + fault.recover_after).total_seconds(), "recover", i)
-        for pool in self.world.contract.pools:
-            for window in pool.pre_warm:
-                for begin, _finish in self._windows(window, end):
-                    if 0 < begin < self.duration:
-                        self._at(begin, "autoscale")
+        for windows in self._prewarm_windows.values():
+            for begin, _finish, _nodes in windows:
+                if 0 < begin < self.duration:
+                    self._at(begin, "autoscale")
         for run in self.services.values():
             self._scale_service(run, run.desired, 0.0)
 
@@ -247,15 +249,22 @@ class Simulation:
             out.append((begin, begin + window.duration.total_seconds()))
         return out
 
+    @functools.cached_property
+    def _prewarm_windows(self) -> dict[str, list[tuple[float, float, int]]]:
+        """Per pool, every pre-warm window of the run: (begin, end, minNodes) in run seconds."""
+        end = self.start + timedelta(seconds=self.duration + 1)
+        return {
+            pool.name: [
+                (begin, finish, window.min_nodes)
+                for window in pool.pre_warm
+                for begin, finish in self._windows(window, end)
+            ]
+            for pool in self.world.contract.pools
+        }
+
     def _prewarm(self, pool_name: str, t: float) -> int:
-        pool = self.world.contract.pool(pool_name)
-        end = self.start + timedelta(seconds=max(self.duration, t) + 1)
-        best = 0
-        for window in pool.pre_warm:
-            for begin, finish in self._windows(window, end):
-                if begin <= t < finish:
-                    best = max(best, window.min_nodes)
-        return best
+        windows = self._prewarm_windows[pool_name]
+        return max((n for begin, finish, n in windows if begin <= t < finish), default=0)
 
     def _at(self, t: float, kind: str, data: Any = None) -> None:
         self._seq += 1
@@ -315,7 +324,6 @@ class Simulation:
                     busy_by_pod[key] = util if replica in ready else 0.0
         for name, pool in self.autoscaler.pools.items():
             per_node = pool.template.pool.gpu.per_node
-            rows = [r for r in pool.rows if r not in self._degraded]
             allocated = busy = 0.0
             for row in pool.rows:
                 for b in self.state.pods_on(row):
@@ -329,7 +337,8 @@ class Simulation:
                 t=now,
                 nodes=len(pool.rows),
                 provisioning=pool.provisioning,
-                gpus=len(rows) * per_node,
+                gpus=len(pool.rows) * per_node,
+                unavailable=sum(per_node for r in pool.rows if r in self._degraded),
                 allocated=round(allocated, 3),
                 busy=round(busy, 3),
             )
@@ -340,7 +349,7 @@ class Simulation:
         bound_by_gang: dict[str, list[PodRecord]] = defaultdict(list)
         for rec in self.control.bound.values():
             if rec.gang_min > 1:
-                bound_by_gang[rec.owner].append(rec)
+                bound_by_gang[rec.gang].append(rec)
         for recs in bound_by_gang.values():
             if len(recs) < recs[0].gang_min:
                 self.metrics.incomplete_gang_gpu_s += sum(r.gpus for r in recs) * dt
@@ -352,8 +361,11 @@ class Simulation:
                 continue
             ready = run.ready(now)
             not_ready = len(run.replicas) - len(ready)
-            in_flight = run.queue.in_flight + run.queue.queue_length
-            desired = run.hpa.decide(now, run.desired, len(ready), not_ready, in_flight)
+            if run.hpa.spec.gpu_utilisation:  # DCGM_FI_DEV_GPU_UTIL, percent per pod
+                total = run.queue.utilisation(len(ready)) * 100 * len(ready)
+            else:  # requests in flight (running and waiting), per pod
+                total = run.queue.in_flight + run.queue.queue_length
+            desired = run.hpa.decide(now, run.desired, len(ready), not_ready, total)
             if desired != run.desired:
                 self.metrics.event(now, "scale", name, f"HPA {run.desired} -> {desired} replicas")
                 self._scale_service(run, desired, now)
@@ -493,8 +505,8 @@ class Simulation:
     def _on_pod_done(self, data: tuple[str, str, int]) -> None:
         run_name, key, generation = data
         run = self.jobs.get(run_name)
-        if run is None or run.generation != generation or run.done:
-            return
+        if run is None or run.generation != generation or run.done or key not in run.pods:
+            return  # a later run, or a pod lost and replaced since
         rec = self.control.remove(key, self.now)
         if rec is not None:
             self._close_usage(rec)
@@ -512,6 +524,7 @@ class Simulation:
             rec = self.control.remove(key, self.now)
             if rec is not None:
                 self._close_usage(rec)
+                self._finish_pending_sample(rec)  # members beyond minMember still waited
         run.pods = []
         self._finish_job(run)
         self._dirty = True
@@ -559,7 +572,7 @@ class Simulation:
     def _create_replica(self, run: ServiceRun, name: str) -> None:
         template = run.template
         size = template.pods_per_replica
-        group = None
+        group = template.group  # `gang: service`: the service's one PodGroup, else none
         labels: dict[str, str] = {}
         annotations: dict[str, str] = {}
         patch: dict[str, Any] = {}
@@ -596,7 +609,8 @@ class Simulation:
                 scheduler=pod.scheduler_name,
                 group=group,
                 shape=("service", template.service.name, name if size > 1 else ""),
-                gang_min=size,
+                gang=group.key if group else "",
+                gang_min=group.min_member if group else 1,
             )
             self.control.submit(rec)
             keys.append(pod.key)
@@ -614,7 +628,8 @@ class Simulation:
         group = self.world.bundle.find("PodGroup", name, namespace)
         return group["spec"].get("queue", "default") if group is not None else "default"
 
-    def _start_job_pods(self, run: JobRun) -> None:
+    def _start_job_pods(self, run: JobRun, indices: range | list[int] | None = None) -> None:
+        """Create the run's pods (all of them, or the given indices as replacements)."""
         template = run.template
         group = None
         annotations: dict[str, str] = {}
@@ -627,9 +642,11 @@ class Simulation:
                 min_member=template.min_member,
                 priority_class_name=template.pod.template["spec"].get("priorityClassName", ""),
             )
-        run.pods = []
-        run.started = None
-        for i in range(template.pods):
+        if indices is None:
+            run.pods = []
+            run.started = None
+            indices = range(template.pods)
+        for i in indices:
             pod = template.pod.make(
                 f"{run.name}-{i}-r{run.restarts}" if run.restarts else f"{run.name}-{i}",
                 created=rfc3339(self.start, self.now),
@@ -646,8 +663,10 @@ class Simulation:
                 scheduler=pod.scheduler_name,
                 group=group,
                 shape=("job", template.name, tuple(sorted(run.node_selector.items()))),
+                gang=group.key if group else "",
                 gang_min=template.min_member,
                 waiting_since=run.waiting_since,  # time to GPU counts from submission
+                restarts=run.restarts,
             )
             self.control.submit(record)
             run.pods.append(pod.key)
@@ -668,8 +687,18 @@ class Simulation:
         job = self.jobs.get(owner)
         if job is None or job.done:
             return
-        job.generation += 1
         job.restarts += 1
+        if job.template.min_member <= 1:
+            # the Job controller replaces the failed pod; the others run on
+            job.pods.remove(rec.key)
+            index = int(rec.pod.name[len(job.name) + 1 :].split("-", 1)[0])
+            waiting = job.waiting_since
+            job.waiting_since = self.now
+            self._start_job_pods(job, [index])
+            job.waiting_since = waiting
+            self.metrics.event(self.now, "restart", rec.key, f"replaced: {why}")
+            return
+        job.generation += 1
         job.waiting_since = self.now
         for key in list(job.pods):
             other = self.control.remove(key, self.now)
@@ -756,6 +785,8 @@ class Simulation:
         self._lose_pod(p.victim, "preempted")
 
     def _started(self, rec: PodRecord) -> None:
+        if rec.key not in self.control.bound:  # evicted again within the same instant
+            return
         self.metrics.pending.append(
             PendingSample(rec.workload_class, rec.bound_at - rec.wait_start, rec.owner)
         )  # type: ignore[operator]
@@ -798,7 +829,7 @@ class Simulation:
         contract = self.world.contract
         pool_name = self.pool_of_node.get(rec.node or "", "")
         pool = self.world.pools[pool_name].pool if pool_name else None
-        service = self.world.services.get(rec.owner.rsplit("-", 1)[0])
+        service = self.world.services.get(rec.shape[1]) if rec.shape[:1] == ("service",) else None
         job = self.jobs.get(rec.owner)
         tenant = contract.tenant(rec.tenant) if rec.tenant else None
         model = service.service.model.name if service and service.service.model else None
@@ -871,6 +902,11 @@ class Simulation:
         return out
 
     def result(self) -> dict[str, Any]:
+        """The run so far (calling it does not change the run: the samples of what is still
+        waiting or running are added to copies)."""
+        metrics = copy.copy(self.metrics)
+        metrics.pending = list(self.metrics.pending)
+        metrics.usage = list(self.metrics.usage)
         for run in self.jobs.values():
             if not run.done and not run.pods:  # still queued in Kueue: no pods yet
                 sample = PendingSample(
@@ -879,16 +915,15 @@ class Simulation:
                     run.name,
                     censored=True,
                 )
-                self.metrics.pending.extend([sample] * run.template.pods)
+                metrics.pending.extend([sample] * run.template.pods)
         for rec in self.control.pending.values():
-            self.metrics.pending.append(
+            metrics.pending.append(
                 PendingSample(
                     rec.workload_class, self.now - rec.wait_start, rec.owner, censored=True
                 )
             )
         end = self.t0 + self.now
-        for rec in self.control.bound.values():
-            self.metrics.usage.append(self._usage(rec, end))
+        metrics.usage.extend(self._usage(rec, end) for rec in self.control.bound.values())
         contract = self.world.contract
         promises = {
             k.name: k.max_queue_wait.total_seconds()
@@ -896,7 +931,7 @@ class Simulation:
             if k.max_queue_wait is not None
         }
         slos = {name: run.slo for name, run in self.services.items() if run.slo is not None}
-        summary = summarize(self.metrics, duration=self.duration, slos=slos, promises=promises)
+        summary = summarize(metrics, duration=self.duration, slos=slos, promises=promises)
         return {
             "scenario": self.loaded.name,
             "contract": contract.metadata.name,
@@ -910,7 +945,7 @@ class Simulation:
             },
             "timeToGpu": [
                 {"class": s.workload_class, "seconds": round(s.seconds, 3), "censored": s.censored}
-                for s in self.metrics.pending
+                for s in metrics.pending
             ],
             "events": self.metrics.events,
         }

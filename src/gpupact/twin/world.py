@@ -20,16 +20,19 @@ import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from gpupact.compile import CompileOptions, compile_contract
+from gpupact.compile.core import CONCURRENCY_METRIC, GPU_UTIL_METRIC
 from gpupact.compile.model import Bundle
+from gpupact.compile.names import utc_text
 from gpupact.contract.links import link
 from gpupact.contract.schema import Contract, Job, Pool, Service
 from gpupact.engine.admission.k8s import load_state
 from gpupact.engine.admission.model import PodSet, Workload
 from gpupact.engine.admission.state import AdmissionState
+from gpupact.engine.gang import PodGroup, parse_podgroup
 from gpupact.engine.preemption.protection import (
     GANG,
     NEVER_PREEMPTS,
@@ -211,6 +214,12 @@ class HpaSpec:
     scale_down_window_s: float | None
     scale_up_policies: tuple[tuple[str, int, int], ...]  # (Pods|Percent, value, periodSeconds)
     scale_down_policies: tuple[tuple[str, int, int], ...]
+    metric: str = CONCURRENCY_METRIC  # what the per-pod average is of
+
+    @property
+    def gpu_utilisation(self) -> bool:
+        """The target is a GPU-busy percentage (DCGM), not requests in flight."""
+        return self.metric == GPU_UTIL_METRIC
 
 
 @dataclass(frozen=True)
@@ -222,6 +231,7 @@ class ServiceTemplate:
     pod: PodTemplate
     pods_per_replica: int  # > 1: a LeaderWorkerSet group placed as one gang
     exclusive_topology: str | None
+    group: PodGroup | None  # `gang: service`: one compiled PodGroup for all its replicas
     hpa: HpaSpec | None
     min_replicas: int
     max_replicas: int
@@ -393,7 +403,11 @@ def trace_arrivals(
         if t >= horizon:
             continue
         begin = p.scheduled_time if p.scheduled_time is not None else p.creation_time
-        end = p.deletion_time if p.deletion_time is not None else begin + horizon
+        end = (
+            p.deletion_time
+            if p.deletion_time is not None
+            else begin + horizon * arrivals.time_scale
+        )
         run = max(60.0, (end - begin) / arrivals.time_scale)  # type: ignore[operator]
         out.append((t, p.gpu_count, run))
     return out
@@ -433,6 +447,7 @@ def _service_template(
         PodTemplate.of(namespace, template, priorities),
         per_replica,
         exclusive,
+        _service_group(bundle, service.name, namespace, per_replica),
         _hpa(hpa_obj) if hpa_obj else None,
         service.replicas.min,
         service.replicas.max or service.replicas.min,
@@ -442,13 +457,23 @@ def _service_template(
     )
 
 
+def _service_group(bundle: Bundle, name: str, namespace: str, per_replica: int) -> PodGroup | None:
+    """The service's own PodGroup (`gang: service`, single-pod replicas); a multi-pod replica
+    is a gang of its own, made per replica."""
+    obj = bundle.find("PodGroup", name, namespace)
+    return parse_podgroup(obj) if obj is not None and per_replica == 1 else None
+
+
 def _hpa(obj: Mapping[str, Any]) -> HpaSpec:
     spec = obj["spec"]
     target = 1.0
+    name = CONCURRENCY_METRIC
     for metric in spec.get("metrics", []):
-        t = metric.get("pods", {}).get("target", {})
+        pods = metric.get("pods", {})
+        t = pods.get("target", {})
         if "averageValue" in t:
             target = float(t["averageValue"])
+            name = pods.get("metric", {}).get("name", name)
     behavior = spec.get("behavior", {})
 
     def rules(name: str) -> tuple[float | None, tuple[tuple[str, int, int], ...]]:
@@ -471,6 +496,7 @@ def _hpa(obj: Mapping[str, Any]) -> HpaSpec:
         down_window,
         up,
         down,
+        name,
     )
 
 
@@ -582,6 +608,5 @@ def lws_affinity(group_key: str, topology: str) -> dict[str, Any]:
 
 
 def rfc3339(start: datetime, seconds: float) -> str:
-    from datetime import UTC, timedelta
-
-    return (start + timedelta(seconds=seconds)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The instant `seconds` after `start`, as Kubernetes writes timestamps."""
+    return utc_text(start + timedelta(seconds=seconds))
