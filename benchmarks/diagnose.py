@@ -32,6 +32,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from throughput import replace_section  # shared with the throughput benchmark
+
 from gpupact.ops import Analysis, audit, diagnose, load_snapshot_dir
 from gpupact.ops.model import SnapshotBuilder, parse_time
 
@@ -516,14 +518,7 @@ def write_section(text: str, path: Path) -> None:
         "on the same state. No timing assertions live in the unit tests; this table is the "
         f"record.\n{END}\n"
     )
-    old = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    if BEGIN in old and END in old:
-        head, rest = old.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        new = head + section.rstrip("\n") + tail
-    else:
-        new = old.rstrip("\n") + "\n\n" + section
-    path.write_text(new, encoding="utf-8")
+    replace_section(path, BEGIN, END, section)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from throughput import replace_section  # shared with the throughput benchmark
+
 from gpupact.engine.gang import GROUP_NAME_ANNOTATION, parse_podgroup
 from gpupact.engine.kai import KaiSession, parse_kai_podgroup, parse_kai_queue
 from gpupact.engine.kai.model import POD_GROUP_ANNOTATION
@@ -240,14 +242,7 @@ def write_section(text: str, path: Path, repeat: int) -> None:
         "checked each task x node in Python (~14 us each: about 9 s for this gang at 10k "
         f"nodes).\n{END}\n"
     )
-    old = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    if BEGIN in old and END in old:
-        head, rest = old.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        new = head + section.rstrip("\n") + tail
-    else:
-        new = old.rstrip("\n") + "\n\n" + section
-    path.write_text(new, encoding="utf-8")
+    replace_section(path, BEGIN, END, section)
 
 
 def main(argv: list[str]) -> int:
