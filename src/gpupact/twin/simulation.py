@@ -628,8 +628,9 @@ class Simulation:
         group = self.world.bundle.find("PodGroup", name, namespace)
         return group["spec"].get("queue", "default") if group is not None else "default"
 
-    def _start_job_pods(self, run: JobRun, indices: range | list[int] | None = None) -> None:
-        """Create the run's pods (all of them, or the given indices as replacements)."""
+    def _start_job_pods(self, run: JobRun, indices: list[int] | None = None) -> None:
+        """Create the run's pods: all of them, or replacements for the given indices (whose
+        wait starts now; the run's own wait start stays)."""
         template = run.template
         group = None
         annotations: dict[str, str] = {}
@@ -642,10 +643,11 @@ class Simulation:
                 min_member=template.min_member,
                 priority_class_name=template.pod.template["spec"].get("priorityClassName", ""),
             )
+        replacement = indices is not None
         if indices is None:
             run.pods = []
             run.started = None
-            indices = range(template.pods)
+            indices = list(range(template.pods))
         for i in indices:
             pod = template.pod.make(
                 f"{run.name}-{i}-r{run.restarts}" if run.restarts else f"{run.name}-{i}",
@@ -665,7 +667,8 @@ class Simulation:
                 shape=("job", template.name, tuple(sorted(run.node_selector.items()))),
                 gang=group.key if group else "",
                 gang_min=template.min_member,
-                waiting_since=run.waiting_since,  # time to GPU counts from submission
+                # time to GPU counts from submission (a replacement: from now)
+                waiting_since=self.now if replacement else run.waiting_since,
                 restarts=run.restarts,
             )
             self.control.submit(record)
@@ -692,10 +695,7 @@ class Simulation:
             # the Job controller replaces the failed pod; the others run on
             job.pods.remove(rec.key)
             index = int(rec.pod.name[len(job.name) + 1 :].split("-", 1)[0])
-            waiting = job.waiting_since
-            job.waiting_since = self.now
             self._start_job_pods(job, [index])
-            job.waiting_since = waiting
             self.metrics.event(self.now, "restart", rec.key, f"replaced: {why}")
             return
         job.generation += 1
