@@ -65,6 +65,14 @@ CASES = [
         id="priority-inversion",
     ),
     pytest.param(
+        # kube-scheduler: online-infer (100000, PreemptLowerPriority) preempts burst (90000)
+        # on any node both may use
+        "victim-rule-not-enforceable",
+        [("classes+", {"name": "burst"}), ("pools.0.classes+", "burst")],
+        [("pools.0.classes", ["online-infer"]), ("pools+", {**BURST_POOL, "preWarm": [PREWARM]})],
+        id="victim-rule-not-enforceable",
+    ),
+    pytest.param(
         "online-without-headroom",
         [("classes.0.headroom", "0%")],
         [("classes.0.headroom", "10%")],

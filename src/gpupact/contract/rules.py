@@ -391,6 +391,37 @@ def _protected_in_preemptible(ctx: Context) -> Iterator[Hit]:
 
 
 @rule(
+    "victim-rule-not-enforceable",
+    Severity.info,  # a fact about the cluster to come, not a flaw to fix: the twin shows it
+    "A non-preemptible class can be preempted by another class: nothing compiled prevents it",
+)
+def _victim_rule_not_enforceable(ctx: Context) -> Iterator[Hit]:
+    """"A non-preemptible class is a victim only of its own class" compiles into nothing a
+    controller enforces: kube-scheduler's DefaultPreemption lets any pod whose PriorityClass
+    says PreemptLowerPriority evict a lower-priority pod on a node it fits, whatever its
+    class. Preemptible classes are compiled `preemptionPolicy: Never`, so only another
+    non-preemptible class of higher priority sharing a pool can do it."""
+    classes = ctx.contract.classes
+    for i, klass in enumerate(classes):
+        if klass.preemptible:
+            continue
+        for other in classes:
+            shared = sorted(set(klass.pools) & set(other.pools))
+            if other.preemptible or other.priority <= klass.priority or not shared:
+                continue
+            yield Hit(
+                ("classes", i),
+                f"class/{klass.name}",
+                f"non-preemptible class {klass.name} (priority {klass.priority}) shares pool "
+                f"{', '.join(shared)} with class {other.name} (priority {other.priority}): "
+                f"kube-scheduler lets {other.name} preempt {klass.name} there, the contract's "
+                f"rule that it is a victim only of its own class is not enforceable",
+                f"give {klass.name} a pool of its own, or accept that {other.name} may "
+                f"preempt it (the twin simulates that)",
+            )
+
+
+@rule(
     "onboarding-incomplete",
     Severity.warning,
     "A service lacks part of the onboarding declaration (43.1)",

@@ -5,7 +5,11 @@
   unschedulable waits until the cluster changes in a way that can help (a pod leaves, a node
   joins or changes): upstream's unschedulable queue, moved on cluster events.
 - An unschedulable pod that may preempt runs DefaultPreemption's PostFilter (with the
-  contract's protection rules); its victims are evicted at once and the pod is retried.
+  contract's protection rules). Its victims are deleted gracefully: each keeps its node's
+  resources for its `terminationGracePeriodSeconds` (API default 30 s), carrying a
+  deletionTimestamp and the DisruptionTarget condition, while the preemptor waits with
+  status.nominatedNodeName on that node (the scheduler holds the nominated pod's resources
+  there against pods of no higher priority: RunFilterPluginsWithNominatedPods).
 - Pods for Volcano (gangs) are placed by a Volcano session over the whole cluster: nothing of
   a gang is bound unless minMember of it can be.
 Every placement binds into the one ClusterState; the bound Pod carries its node name and start
@@ -34,6 +38,7 @@ from gpupact.kube.taints import taint_toleration_filter
 
 VOLCANO = "volcano"
 NANOS = 1_000_000_000
+DEFAULT_GRACE_S = 30.0  # core/v1 defaulting of spec.terminationGracePeriodSeconds
 
 # Volcano's default scheduler configuration (volcano-scheduler.conf): actions and plugin tiers
 VOLCANO_ACTIONS = ("enqueue", "allocate", "backfill")
@@ -95,6 +100,7 @@ class Preemption:
     victim: PodRecord
     preemptor: PodRecord
     node: str
+    until: float = 0.0  # when the victim's termination ends and its resources are free
 
 
 @dataclass
@@ -108,6 +114,7 @@ class ControlPlane:
     t0: float = 0.0  # epoch seconds of the twin's t = 0 (pod start times, preemption order)
     pending: dict[str, PodRecord] = field(default_factory=dict)
     bound: dict[str, PodRecord] = field(default_factory=dict)
+    terminating: dict[str, PodRecord] = field(default_factory=dict)  # deleted, still on a node
     groups: dict[str, PodGroup] = field(default_factory=dict)
     generation: int = 0  # bumps when capacity may have grown (a pod left, a node changed)
     _gang_signature: int | None = None
@@ -130,13 +137,44 @@ class ControlPlane:
     def remove(self, key: str, now: float) -> PodRecord | None:
         """The pod ends (finished, deleted, evicted): it leaves the queue or its node."""
         record = self.pending.pop(key, None)
-        if record is None:
+        if record is not None:
+            self.state.clear_nomination(key)
+        else:
             record = self.bound.pop(key, None)
             if record is None:
                 return None
             self.state.unbind_pod(key)
             self.capacity_changed()
         record.ended_at = now
+        return record
+
+    def terminate(self, key: str, now: float, reason: str = "PreemptionByScheduler") -> float:
+        """Graceful deletion of a bound pod: it leaves its owner's view now but keeps its
+        node's resources until the returned time (now + terminationGracePeriodSeconds), when
+        `release` frees them. A grace of 0 frees them at once. Not bound: nothing to hold."""
+        record = self.bound.pop(key, None)
+        if record is None:
+            self.remove(key, now)
+            return now
+        grace = termination_grace(record.pod)
+        record.ended_at = now
+        if grace <= 0:
+            self.state.unbind_pod(key)
+            self.capacity_changed()
+            return now
+        binding = self.state.unbind_pod(key)
+        record.pod = _deleted(record.pod, self.t0 + now, reason)
+        self.state.bind(record.pod, binding.node, binding.devices, usage=binding.usage)
+        self.terminating[key] = record
+        return now + grace
+
+    def release(self, key: str) -> PodRecord | None:
+        """A terminating pod's grace period is over: its resources are free."""
+        record = self.terminating.pop(key, None)
+        if record is None:
+            return None
+        self.state.unbind_pod(key)
+        self.capacity_changed()
         return record
 
     def capacity_changed(self) -> None:
@@ -160,7 +198,8 @@ class ControlPlane:
             if record.blocked_at == self.generation or record.key not in self.pending:
                 continue
             shape = record.shape
-            if shape in failed:
+            # a nominated pod is not like the others: the room held for it is its own
+            if shape in failed and not record.pod.nominated_node_name:
                 record.reason = failed[shape]
                 record.blocked_at = self.generation
                 continue
@@ -221,13 +260,17 @@ class ControlPlane:
         )
         if outcome.candidate is None:
             return []
+        node = outcome.candidate.node
         out = []
         for victim in outcome.victims:
             victim_record = self.bound.get(victim.key)
             if victim_record is None:
                 continue
-            out.append(Preemption(victim_record, record, outcome.candidate.node))
-            self.remove(victim.key, now)
+            until = self.terminate(victim.key, now)
+            out.append(Preemption(victim_record, record, node, until))
+        # the preemptor waits nominated to the node its victims are leaving
+        record.pod = _nominated(record.pod, node)
+        self.state.nominate(record.pod, self.state.node_index[node])
         return out
 
     def _lowest_priority(self) -> int:
@@ -342,6 +385,33 @@ def _reachable(pod: Pod, node: Node) -> bool:
         pod.required_node_affinity.matches(node.name, node.labels)
         and taint_toleration_filter(node.taints, pod.tolerations).ok
     )
+
+
+def termination_grace(pod: Pod) -> float:
+    """The pod's spec.terminationGracePeriodSeconds (the compiled value), else the default."""
+    spec = pod.raw.get("spec") if isinstance(pod.raw, dict) else None
+    value = spec.get("terminationGracePeriodSeconds") if isinstance(spec, dict) else None
+    return float(value) if isinstance(value, int | float) else DEFAULT_GRACE_S
+
+
+def _deleted(pod: Pod, at: float, reason: str) -> Pod:
+    """The pod as the API server shows it once deleted: a deletionTimestamp, and (set before
+    the delete by the scheduler's preemption or Kueue's eviction) the DisruptionTarget
+    condition naming why."""
+    raw = dict(pod.raw)
+    stamp = utc_text(datetime.fromtimestamp(at, tz=UTC))
+    raw["metadata"] = {**raw.get("metadata", {}), "deletionTimestamp": stamp}
+    status = dict(raw.get("status", {}))
+    condition = {"type": "DisruptionTarget", "status": "True", "reason": reason}
+    status["conditions"] = [*status.get("conditions", []), condition]
+    raw["status"] = status
+    return replace(pod, terminating=True, raw=raw)
+
+
+def _nominated(pod: Pod, node: str) -> Pod:
+    raw = dict(pod.raw)
+    raw["status"] = {**raw.get("status", {}), "nominatedNodeName": node}
+    return replace(pod, nominated_node_name=node, raw=raw)
 
 
 class _StateCluster:

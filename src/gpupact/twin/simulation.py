@@ -423,6 +423,8 @@ class Simulation:
         pool = self.autoscaler.pools[self.pool_of_node[name]]
         for rec in self.control.on_node(name):
             self._lose_pod(rec, f"node {name} gone")
+        for key in [k for k, r in self.control.terminating.items() if r.node == name]:
+            self._on_terminated(key)  # its grace period ends with the node
         self.state.remove_node(row)
         pool.rows.remove(row)
         pool.empty_since.pop(row, None)
@@ -679,7 +681,8 @@ class Simulation:
         controllers do — a Deployment or LWS group recreates, a Job replaces the pod, a
         Volcano gang restarts whole (policy PodEvicted: RestartJob)."""
         self.control.remove(rec.key, self.now)
-        self._close_usage(rec)
+        if rec.key not in self.control.terminating:  # else its GPUs are used until release
+            self._close_usage(rec)
         owner = rec.owner
         if owner in self.replica_of:
             run, replica = self.replica_of[owner]
@@ -759,11 +762,18 @@ class Simulation:
         if run is None:
             return
         for k in list(run.pods):
-            rec = self.control.remove(k, self.now)
-            if rec is not None:
+            # Kueue suspends the Job; its pods are deleted gracefully and hold their GPUs
+            # for their grace period (quota is released at once: the workload is evicted)
+            rec = self.control.bound.get(k) or self.control.pending.get(k)
+            if rec is None:
+                continue
+            until = self.control.terminate(k, self.now, "EvictionByKueue")
+            if k in self.control.terminating:
+                self._at(until, "terminated", k)
+            else:
                 self._close_usage(rec)
-                self._finish_pending_sample(rec)
-                self.metrics.preemptions[rec.workload_class] += 1
+            self._finish_pending_sample(rec)
+            self.metrics.preemptions[rec.workload_class] += 1
         run.pods = []
         run.generation += 1
         run.started = None
@@ -782,7 +792,18 @@ class Simulation:
             p.victim.key,
             f"evicted on {p.node} for {p.preemptor.key} ({p.preemptor.workload_class})",
         )
+        if p.victim.key in self.control.terminating:
+            self._at(p.until, "terminated", p.victim.key)
         self._lose_pod(p.victim, "preempted")
+
+    def _on_terminated(self, key: str) -> None:
+        """A deleted pod's grace period is over: its GPUs are free (a nominated preemptor
+        binds on the next pass)."""
+        rec = self.control.release(key)
+        if rec is None:
+            return
+        self._close_usage(rec)
+        self._dirty = True
 
     def _started(self, rec: PodRecord) -> None:
         if rec.key not in self.control.bound:  # evicted again within the same instant

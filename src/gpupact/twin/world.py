@@ -36,7 +36,6 @@ from gpupact.engine.gang import PodGroup, parse_podgroup
 from gpupact.engine.preemption.protection import (
     GANG,
     NEVER_PREEMPTS,
-    NEVER_VICTIM,
     Protection,
     ProtectionRule,
 )
@@ -154,15 +153,19 @@ class PodTemplate:
     namespace: str
     template: Mapping[str, Any]
     priority: int
+    preemption_policy: str | None = None  # the PriorityClass's, None: no class (upstream default)
 
     @classmethod
     def of(
-        cls, namespace: str, template: Mapping[str, Any], priorities: Mapping[str, int]
+        cls,
+        namespace: str,
+        template: Mapping[str, Any],
+        priority_classes: Mapping[str, Mapping[str, Any]],
     ) -> PodTemplate:
-        """The admission plugin's work: `priorityClassName` resolved to the pod's priority."""
-        return cls(
-            namespace, template, priorities.get(template["spec"].get("priorityClassName", ""), 0)
-        )
+        """The Priority admission plugin's work: `priorityClassName` resolved to the pod's
+        priority and to its class's `preemptionPolicy` (a Never pod waits, it never preempts)."""
+        pc = priority_classes.get(template["spec"].get("priorityClassName", ""), {})
+        return cls(namespace, template, int(pc.get("value", 0)), pc.get("preemptionPolicy"))
 
     @property
     def scheduler_name(self) -> str:
@@ -182,6 +185,8 @@ class PodTemplate:
         meta = self.template.get("metadata", {})
         spec = copy.deepcopy(dict(self.template.get("spec", {})))
         spec["priority"] = self.priority
+        if self.preemption_policy is not None:
+            spec["preemptionPolicy"] = self.preemption_policy
         if node_selector:
             spec["nodeSelector"] = {**spec.get("nodeSelector", {}), **node_selector}
         if spec_patch:
@@ -339,13 +344,14 @@ def build_world(loaded: LoadedScenario) -> World:
         bundle = compile_contract(contract, CompileOptions(now=scenario.start))
     except FieldError as err:  # what compile refuses is the contract's fault: point at it
         raise loaded.contract.document.error(err) from None
-    priorities = {o["metadata"]["name"]: int(o["value"]) for o in bundle.of_kind("PriorityClass")}
+    classes = {o["metadata"]["name"]: o for o in bundle.of_kind("PriorityClass")}
+    priorities = {name: int(o["value"]) for name, o in classes.items()}
     wpc = {o["metadata"]["name"]: int(o["value"]) for o in bundle.of_kind("WorkloadPriorityClass")}
     pools = pool_templates(contract, bundle)
     services = {
-        s.name: _service_template(contract, bundle, s, priorities, pools) for s in contract.services
+        s.name: _service_template(contract, bundle, s, classes, pools) for s in contract.services
     }
-    jobs = {j.name: _job_template(contract, bundle, j, priorities, wpc) for j in contract.jobs}
+    jobs = {j.name: _job_template(contract, bundle, j, classes, wpc) for j in contract.jobs}
     kueue_objects = [e.obj for e in bundle.objects if e.target == "kueue"]
     admission = load_state(kueue_objects)
     flavor_labels = {
@@ -417,7 +423,7 @@ def _service_template(
     contract: Contract,
     bundle: Bundle,
     service: Service,
-    priorities: Mapping[str, int],
+    priority_classes: Mapping[str, Mapping[str, Any]],
     pools: Mapping[str, PoolTemplate],
 ) -> ServiceTemplate:
     namespace = _namespace_of(bundle, service.name)
@@ -444,7 +450,7 @@ def _service_template(
         service.tenant or "",
         service.workload_class,
         service.pool or "",
-        PodTemplate.of(namespace, template, priorities),
+        PodTemplate.of(namespace, template, priority_classes),
         per_replica,
         exclusive,
         _service_group(bundle, service.name, namespace, per_replica),
@@ -504,7 +510,7 @@ def _job_template(
     contract: Contract,
     bundle: Bundle,
     job: Job,
-    priorities: Mapping[str, int],
+    priority_classes: Mapping[str, Mapping[str, Any]],
     wpc: Mapping[str, int],
 ) -> JobTemplate:
     namespace = _namespace_of(bundle, job.name)
@@ -515,7 +521,7 @@ def _job_template(
     if vjob is not None and vjob["apiVersion"].startswith("batch.volcano.sh"):
         task = vjob["spec"]["tasks"][0]
         template = task["template"]
-        pod = PodTemplate.of(namespace, template, priorities)
+        pod = PodTemplate.of(namespace, template, priority_classes)
         return JobTemplate(
             job.name, job.tenant, job.workload_class, job.pool or "", pod,
             int(task["replicas"]), int(vjob["spec"].get("minAvailable", task["replicas"])),
@@ -531,7 +537,7 @@ def _job_template(
     else:  # pragma: no cover - compile emits a Job, CronJob or Volcano Job per job
         raise InputError(f"job {job.name!r}: nothing compiled")
     template = job_spec["template"]
-    pod = PodTemplate.of(namespace, template, priorities)
+    pod = PodTemplate.of(namespace, template, priority_classes)
     return JobTemplate(
         job.name, job.tenant, job.workload_class, job.pool or "", pod,
         int(job_spec.get("parallelism", 1)), 1, duration,
@@ -555,13 +561,13 @@ def _namespace_of(bundle: Bundle, app: str) -> str:
 
 
 def contract_protection(contract: Contract) -> Protection:
-    """The contract's "what stops first" as engine rules: a class that is not preemptible is
-    a victim only of its own class; a class may preempt only in the pools that admit it;
-    gangs are evicted whole."""
+    """The contract's "what stops first" as engine rules: a class may preempt only in the
+    pools that admit it; gangs are evicted whole. Who may preempt whom is otherwise what the
+    compiled objects say and nothing more: PriorityClass values and `preemptionPolicy` (a
+    preemptible class is compiled Never), Kueue's ClusterQueue policies. "A non-preemptible
+    class is a victim only of its own class" compiles into nothing kube-scheduler enforces,
+    so the twin does not enforce it either; `check` reports it (victim-rule-not-enforceable)."""
     rules: list[ProtectionRule] = [ProtectionRule(GANG)]
-    for klass in contract.classes:
-        if not klass.preemptible:
-            rules.append(ProtectionRule(NEVER_VICTIM, victim_class=klass.name))
     for pool in contract.pools:
         if not pool.classes:
             continue
