@@ -26,7 +26,7 @@ import random
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from gpupact.cluster.state import ClusterState
@@ -50,7 +50,9 @@ from gpupact.twin.world import (
     JobTemplate,
     ServiceTemplate,
     build_world,
+    cluster_queues_at,
     lws_affinity,
+    raise_expiries,
     rfc3339,
 )
 
@@ -223,6 +225,8 @@ class Simulation:
                 self._at(t, "job", (name, arrivals.duration.total_seconds() * factor))
         for t, name, duration in self.world.traced:
             self._at(t, "job", (name, duration))
+        for moment in raise_expiries(self.world.contract, self.start, end):
+            self._at((moment - self.start).total_seconds(), "raise_expired", moment)
         for i, fault in enumerate(scenario.faults):
             self._at(fault.at.total_seconds(), "fault", i)
             if fault.recover_after is not None:
@@ -502,6 +506,21 @@ class Simulation:
             self.job_of_workload[workload.key] = run
         else:
             self._start_job_pods(run)
+        self._dirty = True
+
+    def _on_raise_expired(self, moment: datetime) -> None:
+        """A temporary raise ends: the ClusterQueues drop to what compile writes after it.
+        Kueue evicts nothing for a lower nominalQuota; admitted workloads keep their usage
+        (the excess counts as borrowing from the cohort, which cohort mates may reclaim by
+        preemption per their policies), and new workloads are admitted against the lower
+        quota."""
+        admission = self.world.admission
+        for spec in cluster_queues_at(self.world.contract, moment):
+            if admission.cluster_queue_specs.get(spec.name) != spec:
+                admission.set_cluster_queue(spec)
+                self.metrics.event(
+                    self.now, "quota-raise-expired", spec.name, "quota raise expired"
+                )
         self._dirty = True
 
     def _on_pod_done(self, data: tuple[str, str, int]) -> None:

@@ -29,8 +29,8 @@ from gpupact.compile.model import Bundle
 from gpupact.compile.names import utc_text
 from gpupact.contract.links import link
 from gpupact.contract.schema import Contract, Job, Pool, Service
-from gpupact.engine.admission.k8s import load_state
-from gpupact.engine.admission.model import PodSet, Workload
+from gpupact.engine.admission.k8s import load_state, parse_cluster_queue
+from gpupact.engine.admission.model import ClusterQueue, PodSet, Workload
 from gpupact.engine.admission.state import AdmissionState
 from gpupact.engine.gang import PodGroup, parse_podgroup
 from gpupact.engine.preemption.protection import (
@@ -544,6 +544,26 @@ def _job_template(
         labels.get(KUEUE_QUEUE_LABEL), wpc.get(labels.get(KUEUE_PRIORITY_LABEL, ""), 0),
         None, gpus, job.schedule,
     )  # fmt: skip
+
+
+def raise_expiries(contract: Contract, start: datetime, end: datetime) -> list[datetime]:
+    """The instants inside the run at which a temporary quota raise active at its start
+    expires (a raise is active while now < expires)."""
+    return sorted(
+        {
+            r.expires
+            for t in contract.tenants
+            for r in t.raises
+            if r.expires is not None and start < r.expires < end
+        }
+    )
+
+
+def cluster_queues_at(contract: Contract, when: datetime) -> list[ClusterQueue]:
+    """The ClusterQueues `gpupact compile --now <when>` writes: a raise's removal is a
+    recompile (compile/quota.py), and applying it is a ClusterQueue update."""
+    bundle = compile_contract(contract, CompileOptions(now=when))
+    return [parse_cluster_queue(o) for o in bundle.of_kind("ClusterQueue")]
 
 
 def physical_gpus(pool: Pool, devices: int) -> float:
