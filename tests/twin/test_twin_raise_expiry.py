@@ -21,7 +21,10 @@ EXPIRY_S = 1800.0  # the raise expires 30 min into the run
 def _nominal(sim: Simulation, cq: str) -> int:
     spec = sim.world.admission.cluster_queue_specs[cq]
     return sum(
-        f.resources[GPU].nominal for g in spec.resource_groups for f in g.flavors if GPU in f.resources
+        f.resources[GPU].nominal
+        for g in spec.resource_groups
+        for f in g.flavors
+        if GPU in f.resources
     )
 
 

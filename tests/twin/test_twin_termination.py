@@ -18,10 +18,18 @@ from __future__ import annotations
 from typing import Any
 
 from gpupact.cluster.state import ClusterState
+from gpupact.engine.gang import parse_podgroup
 from gpupact.engine.placement.scheduler import Scheduler
 from gpupact.engine.preemption import NO_PROTECTION
+from gpupact.engine.volcano.model import parse_queue
 from gpupact.kube.objects import parse_node, parse_pod
-from gpupact.twin.control import DEFAULT_GRACE_S, ControlPlane, PodRecord
+from gpupact.twin.control import (
+    DEFAULT_GRACE_S,
+    VOLCANO,
+    VOLCANO_ACTIONS,
+    ControlPlane,
+    PodRecord,
+)
 
 T0 = 1_800_000_000.0
 
@@ -32,7 +40,12 @@ def _node(name: str) -> Any:
             "kind": "Node",
             "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
             "status": {
-                "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"}
+                "allocatable": {
+                    "cpu": "64",
+                    "memory": "512Gi",
+                    "pods": "110",
+                    "nvidia.com/gpu": "8",
+                }
             },
         }
     )
@@ -140,3 +153,78 @@ def test_preemption_policy_never_waits_by_priority_and_never_preempts() -> None:
     plane.remove("default/low", 20.0)
     placed, _ = plane.schedule(20.0)
     assert [r.key for r in placed] == ["default/finetune"]
+
+
+# --- Volcano's preempt action, when the compiled volcano-scheduler.conf lists it ------------
+# Volcano's gang plugin lets a job lose only tasks above its minMember, so the victim job runs
+# two 4-GPU tasks with minMember 1 (upstream gang.go preemptableFn: ReadyTaskNum > MinAvailable)
+
+
+def _gang_record(name: str, group_name: str, priority: int, gpus: int = 4) -> PodRecord:
+    record = _record(name, priority)
+    raw = record.pod.raw
+    container = {
+        "name": "c",
+        "resources": {
+            "requests": {"cpu": "1", "nvidia.com/gpu": str(gpus)},
+            "limits": {"nvidia.com/gpu": str(gpus)},
+        },
+    }
+    pod = parse_pod(
+        {
+            **raw,
+            "metadata": {
+                **raw["metadata"],
+                "annotations": {"scheduling.k8s.io/group-name": group_name},
+            },
+            "spec": {
+                **raw["spec"],
+                "containers": [container],
+                "schedulerName": "volcano",
+                "priorityClassName": group_name,
+            },
+        }
+    )
+    group = parse_podgroup(
+        {
+            "metadata": {"name": group_name, "namespace": "default"},
+            "spec": {"minMember": 1, "queue": "default", "priorityClassName": group_name},
+            "status": {"phase": "Inqueue"},
+        }
+    )
+    return PodRecord(pod, group_name, "c", "t", float(gpus), 0.0, scheduler=VOLCANO, group=group)
+
+
+def _volcano_plane(actions: tuple[str, ...]) -> ControlPlane:
+    state = ClusterState.from_nodes([_node("n1")])
+    queues = [parse_queue({"metadata": {"name": "default"}, "spec": {"weight": 1}})]
+    return ControlPlane(
+        state,
+        Scheduler(state, seed=1),
+        NO_PROTECTION,
+        queues,
+        {"low": 10, "high": 1000},
+        volcano_actions=actions,
+        t0=T0,
+    )
+
+
+def test_volcano_preempt_runs_only_when_configured_and_its_victim_terminates_gracefully() -> None:
+    for actions, evicts in ((VOLCANO_ACTIONS, False), (("enqueue", "allocate", "preempt"), True)):
+        plane = _volcano_plane(actions)
+        plane.submit(_gang_record("low-0", "low", 10))
+        plane.submit(_gang_record("low-1", "low", 10))
+        placed, _ = plane.schedule(0.0)
+        assert sorted(r.key for r in placed) == ["default/low-0", "default/low-1"]
+        plane.submit(_gang_record("high-0", "high", 1000))
+        placed, preempted = plane.schedule(60.0)
+        assert placed == []
+        if not evicts:  # Volcano's default actions (enqueue, allocate, backfill) never evict
+            assert preempted == [] and len(plane.bound) == 2
+            continue
+        assert [(p.preemptor.key, p.until) for p in preempted] == [("default/high-0", 90.0)]
+        [victim] = [p.victim.key for p in preempted]
+        assert victim in plane.terminating  # holds its 4 GPUs for the default 30 s
+        plane.release(victim)
+        placed, _ = plane.schedule(90.0)
+        assert [r.key for r in placed] == ["default/high-0"]

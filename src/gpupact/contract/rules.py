@@ -396,10 +396,10 @@ def _protected_in_preemptible(ctx: Context) -> Iterator[Hit]:
     "A non-preemptible class can be preempted by another class: nothing compiled prevents it",
 )
 def _victim_rule_not_enforceable(ctx: Context) -> Iterator[Hit]:
-    """"A non-preemptible class is a victim only of its own class" compiles into nothing a
-    controller enforces: kube-scheduler's DefaultPreemption lets any pod whose PriorityClass
-    says PreemptLowerPriority evict a lower-priority pod on a node it fits, whatever its
-    class. Preemptible classes are compiled `preemptionPolicy: Never`, so only another
+    """The rule "a non-preemptible class is a victim only of its own class" compiles into no
+    object a controller enforces: kube-scheduler's DefaultPreemption lets any pod whose
+    PriorityClass says PreemptLowerPriority evict a lower-priority pod on a node it fits,
+    whatever its class. Preemptible classes are compiled `preemptionPolicy: Never`, so only another
     non-preemptible class of higher priority sharing a pool can do it."""
     classes = ctx.contract.classes
     for i, klass in enumerate(classes):

@@ -111,6 +111,7 @@ class ControlPlane:
     volcano_queues: Sequence[Queue]
     priorities: dict[str, int]
     gang_scheduling: bool = True
+    volcano_actions: Sequence[str] = VOLCANO_ACTIONS  # the compiled volcano-scheduler.conf's
     t0: float = 0.0  # epoch seconds of the twin's t = 0 (pod start times, preemption order)
     pending: dict[str, PodRecord] = field(default_factory=dict)
     bound: dict[str, PodRecord] = field(default_factory=dict)
@@ -187,7 +188,7 @@ class ControlPlane:
         placed: list[PodRecord] = []
         preempted: list[Preemption] = []
         if any(r.scheduler == VOLCANO for r in self.pending.values()):
-            placed.extend(self._volcano_session(now))
+            placed.extend(self._volcano_session(now, preempted))
         # within one pass, a pod like one that found no node finds none either (placing pods
         # only takes capacity away; a preemption starts a new pass for its shape)
         failed: dict[tuple, str] = {}
@@ -283,7 +284,9 @@ class ControlPlane:
 
     # --- Volcano gangs -------------------------------------------------------------------
 
-    def _volcano_session(self, now: float) -> list[PodRecord]:
+    def _volcano_session(self, now: float, preempted: list[Preemption]) -> list[PodRecord]:
+        """One session with the configured actions; what its preempt / reclaim evict is
+        deleted gracefully, like kube-scheduler's victims (appended to `preempted`)."""
         waiting = [r for r in self.pending.values() if r.scheduler == VOLCANO]
         state = self.state
         rows = self._gang_rows(waiting)
@@ -316,7 +319,17 @@ class ControlPlane:
             tiers=VOLCANO_TIERS,
             priority_classes=self.priorities,
         )
-        result = session.run(VOLCANO_ACTIONS)
+        result = session.run(self.volcano_actions)
+        for key in result.evicted:
+            victim = self.bound.get(key)
+            if victim is None:
+                continue
+            node = victim.node or ""
+            # the task pipelined onto the victim's node is the one it makes room for
+            by = next((k for k, n in result.pipelined.items() if n == node), None)
+            preemptor = self.pending.get(by or "") or victim
+            until = self.terminate(key, now)
+            preempted.append(Preemption(victim, preemptor, node, until))
         placed = []
         for key, node_name in result.binds.items():
             record = self.pending.get(key)

@@ -142,6 +142,8 @@ class Simulation:
             gang_scheduling=scenario.gang_scheduling,
             t0=self.t0,
         )
+        if self.world.volcano_actions is not None:
+            self.control.volcano_actions = self.world.volcano_actions
         self.pool_of_node = {n.name: n.labels["nodepool"] for n in nodes}
         self.services: dict[str, ServiceRun] = {}
         for name, template in self.world.services.items():

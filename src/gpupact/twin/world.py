@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+import yaml
+
 from gpupact.compile import CompileOptions, compile_contract
 from gpupact.compile.core import CONCURRENCY_METRIC, GPU_UTIL_METRIC
 from gpupact.compile.model import Bundle
@@ -278,6 +280,7 @@ class World:
     protection: Protection
     flavor_labels: dict[str, dict[str, str]] = field(default_factory=dict)
     traced: list[tuple[float, str, float]] = field(default_factory=list)  # (t, job, duration)
+    volcano_actions: tuple[str, ...] | None = None  # None: Volcano's default configuration
 
     def workload(self, job: JobTemplate, name: str, created: int) -> Workload:
         """The Kueue Workload the job controller creates for one run of `job`."""
@@ -372,6 +375,7 @@ def build_world(loaded: LoadedScenario) -> World:
         contract_protection(contract),
         flavor_labels,
         sorted(traced),
+        volcano_actions(bundle),
     )
 
 
@@ -544,6 +548,24 @@ def _job_template(
         labels.get(KUEUE_QUEUE_LABEL), wpc.get(labels.get(KUEUE_PRIORITY_LABEL, ""), 0),
         None, gpus, job.schedule,
     )  # fmt: skip
+
+
+VOLCANO_CONFIGMAP = ("volcano-system", "volcano-scheduler-configmap", "volcano-scheduler.conf")
+
+
+def volcano_actions(bundle: Bundle) -> tuple[str, ...] | None:
+    """The actions of the compiled volcano-scheduler.conf (its comma-separated `actions`),
+    None when the bundle carries none: the scheduler then runs the chart's default."""
+    namespace, name, key = VOLCANO_CONFIGMAP
+    cm = bundle.find("ConfigMap", name, namespace)
+    text = (cm or {}).get("data", {}).get(key)
+    if not isinstance(text, str):
+        return None
+    conf = yaml.safe_load(text) or {}
+    actions = conf.get("actions") if isinstance(conf, dict) else None
+    if not isinstance(actions, str):
+        return None
+    return tuple(a.strip() for a in actions.split(",") if a.strip())
 
 
 def raise_expiries(contract: Contract, start: datetime, end: datetime) -> list[datetime]:
