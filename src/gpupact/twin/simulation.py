@@ -680,6 +680,7 @@ class Simulation:
         Volcano gang restarts whole (policy PodEvicted: RestartJob)."""
         self.control.remove(rec.key, self.now)
         self._close_usage(rec)
+        self.metrics.lose(rec, self.now)
         owner = rec.owner
         if owner in self.replica_of:
             run, replica = self.replica_of[owner]
@@ -704,6 +705,7 @@ class Simulation:
             other = self.control.remove(key, self.now)
             if other is not None:
                 self._close_usage(other)
+                self.metrics.lose(other, self.now)
                 self._finish_pending_sample(other)
         self._start_job_pods(job)
         self.metrics.event(self.now, "restart", job.name, f"restarted: {why}")
@@ -762,6 +764,7 @@ class Simulation:
             rec = self.control.remove(k, self.now)
             if rec is not None:
                 self._close_usage(rec)
+                self.metrics.lose(rec, self.now)
                 self._finish_pending_sample(rec)
                 self.metrics.preemptions[rec.workload_class] += 1
         run.pods = []
