@@ -2,8 +2,10 @@
 
 A day that is fine for 22 hours and lost for the two hours of the promotion is "0.4 % of the
 day over SLO" and lost all the same. So each service's time over SLO is measured in its peak
-window: the span in which its offered rate (the scenario's load profile, as sampled) stays at
-or above PEAK_SHARE of its highest rate. A flat profile makes the whole run the window.
+window: from the first to the last sample whose offered rate (the scenario's load profile, as
+sampled) has risen more than PEAK_SHARE of the way from the run's lowest rate to its highest,
+so the ramp where a reactive autoscaler falls behind is inside. A flat profile makes the whole
+run the window.
 
 Series names read here (per service sample, seconds): `ttftP50`/`ttftP99`, and where the
 serving model records them `tpotP50`/`tpotP99` (`tpot_p50_s`/`tpot_p99_s` accepted as aliases).
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-PEAK_SHARE = 0.5  # of the highest offered rate: the ramp's shoulders count, the quiet day not
+PEAK_SHARE = 0.1  # of the rise from the lowest rate to the highest: ramps count, the quiet day not
 TPOT_KEYS = {"tpotP50": ("tpotP50", "tpot_p50_s"), "tpotP99": ("tpotP99", "tpot_p99_s")}
 
 
@@ -28,11 +30,12 @@ def series_of(samples: Mapping[str, Sequence[Any]], name: str) -> Sequence[Any] 
 
 
 def peak_window(times: Sequence[float], rps: Sequence[float]) -> tuple[float, float] | None:
-    """(start, end) in run seconds of the samples at or above PEAK_SHARE of the highest rate;
-    end is the last such sample plus one step. None without samples or load."""
+    """(start, end) in run seconds of the samples at or above the peak threshold; end is the
+    last such sample plus one step. None without samples or load."""
     if not times or not rps or max(rps) <= 0:
         return None
-    limit = PEAK_SHARE * max(rps)
+    low, high = min(rps), max(rps)
+    limit = low + PEAK_SHARE * (high - low)
     inside = [i for i, r in enumerate(rps) if r >= limit]
     first, last = inside[0], inside[-1]
     step = times[1] - times[0] if len(times) > 1 else 0.0
