@@ -182,7 +182,8 @@ def _charts(result: dict[str, Any]) -> str:
                 band=band,
             )
         )
-        if band is not None:
+        run = (svc["t"][-1] - svc["t"][0]) if len(svc["t"]) > 1 else 0.0
+        if band is not None and band[1] - band[0] < 0.9 * run:  # a flat day needs no zoom
             out.append(_zoom(name, svc, band, slo))
         tpot = [
             Series(f"TPOT {q}", svc["t"], values)
