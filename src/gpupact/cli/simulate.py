@@ -67,7 +67,12 @@ def _table(results: list[dict[str, Any]]) -> Table:
                     f"{peak['sloBreachedShare'] * 100:.1f}% ({_duration(peak['sloBreachedSeconds'])})"
                     f"{'' if peak['sloBreachedShare'] <= 0.01 else ' BROKEN'}",
                 )
-                put(f"TTFT P99 worst in peak · {name}", i, _duration(peak["ttftP99Worst"]))
+                worst = peak["ttftP99Worst"]
+                put(
+                    f"TTFT P99 worst in peak · {name}",
+                    i,
+                    _ms(worst) if worst is not None and worst < 1 else _duration(worst),
+                )
                 if "tpotP99Worst" in peak:
                     put(f"TPOT P99 worst in peak · {name}", i, _ms(peak["tpotP99Worst"]))
             put(
