@@ -61,11 +61,12 @@ def _table(results: list[dict[str, Any]]) -> Table:
             peak = svc.get("peakWindow")
             if peak is not None:
                 put(f"peak window · {name}", i, f"{_clock(peak['start'])}-{_clock(peak['end'])}")
+                share = peak["sloBreachedShare"]
                 put(
                     f"TTFT over SLO in peak · {name}",
                     i,
-                    f"{peak['sloBreachedShare'] * 100:.1f}% ({_duration(peak['sloBreachedSeconds'])})"
-                    f"{'' if peak['sloBreachedShare'] <= 0.01 else ' BROKEN'}",
+                    f"{share * 100:.1f}% ({_duration(peak['sloBreachedSeconds'])})"
+                    f"{'' if share <= 0.01 else ' BROKEN'}",
                 )
                 worst = peak["ttftP99Worst"]
                 put(

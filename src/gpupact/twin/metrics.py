@@ -138,7 +138,9 @@ def summarize(
 ) -> dict[str, Any]:
     """The run in numbers: per class, per service, per pool, per tenant."""
     services = {}
-    windows = {name: peak_window(s.get("t", []), s.get("rps", [])) for name, s in rec.services.items()}
+    windows = {
+        name: peak_window(s.get("t", []), s.get("rps", [])) for name, s in rec.services.items()
+    }
     for name, s in sorted(rec.services.items()):
         p99 = [v for v in s["ttftP99"] if v is not None]
         slo = slos.get(name)

@@ -59,9 +59,7 @@ def window_stats(
 ) -> dict[str, Any]:
     """Time over SLO and the worst P99s inside the window (the whole run without one)."""
     times = samples.get("t", [])
-    chosen = [
-        i for i, t in enumerate(times) if window is None or window[0] <= t < window[1]
-    ]
+    chosen = [i for i, t in enumerate(times) if window is None or window[0] <= t < window[1]]
     step = times[1] - times[0] if len(times) > 1 else 0.0
     ttft = [samples["ttftP99"][i] for i in chosen] if samples.get("ttftP99") else []
     over = over_slo(ttft, slo)

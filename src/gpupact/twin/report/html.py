@@ -187,7 +187,10 @@ def _charts(result: dict[str, Any]) -> str:
             out.append(_zoom(name, svc, band, slo))
         tpot = [
             Series(f"TPOT {q}", svc["t"], values)
-            for q, values in (("P50", series_of(svc, "tpotP50")), ("P99", series_of(svc, "tpotP99")))
+            for q, values in (
+                ("P50", series_of(svc, "tpotP50")),
+                ("P99", series_of(svc, "tpotP99")),
+            )
             if values is not None
         ]
         if tpot:

@@ -223,11 +223,15 @@ def _clip(series: Series, x_range: tuple[float, float]) -> Series:
     )
 
 
-def bar_chart(title: str, rows: Sequence[tuple[str, Sequence[float]]], legend: Sequence[str]) -> str:
+def bar_chart(
+    title: str, rows: Sequence[tuple[str, Sequence[float]]], legend: Sequence[str]
+) -> str:
     """Horizontal grouped bars: one group per row label, one bar per legend entry."""
     values = [v for _, vs in rows for v in vs]
     if not rows or not values:
-        return f'<figure><figcaption>{escape(title)}</figcaption><p class="empty">no data</p></figure>'
+        return (
+            f'<figure><figcaption>{escape(title)}</figcaption><p class="empty">no data</p></figure>'
+        )
     high = max(max(values), 1e-9)
     bar, gap, label_w = 12, 10, 110
     height = TOP + len(rows) * (len(legend) * bar + gap) + 24
@@ -255,7 +259,9 @@ def bar_chart(title: str, rows: Sequence[tuple[str, Sequence[float]]], legend: S
         y += gap
     for i, entry in enumerate(legend):
         x = label_w + i * 150
-        parts.append(f'<rect x="{x}" y="{height - 14}" width="10" height="3" fill="{PALETTE[i % len(PALETTE)]}"/>')
+        parts.append(
+            f'<rect x="{x}" y="{height - 14}" width="10" height="3" fill="{PALETTE[i % len(PALETTE)]}"/>'
+        )
         parts.append(f'<text x="{x + 14}" y="{height - 10}" class="legend">{escape(entry)}</text>')
     parts.append("</svg>")
     return f"<figure><figcaption>{escape(title)}</figcaption>{''.join(parts)}</figure>"
