@@ -25,6 +25,16 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f}h"
 
 
+def _clock(seconds: float) -> str:
+    """Run time as h:mm since the scenario's start."""
+    minutes = round(seconds / 60)
+    return f"{minutes // 60}h{minutes % 60:02d}"
+
+
+def _ms(seconds: float | None) -> str:
+    return "∞" if seconds is None else f"{seconds * 1000:.0f}ms"
+
+
 def _table(results: list[dict[str, Any]]) -> Table:
     table = Table(title="gpupact twin", show_lines=False)
     table.add_column("")
@@ -48,6 +58,24 @@ def _table(results: list[dict[str, Any]]) -> Table:
         for name, svc in s["services"].items():
             put(f"TTFT P99 worst · {name}", i, _duration(svc["ttftP99Worst"]))
             put(f"TTFT over SLO · {name}", i, f"{svc['sloBreachedShare'] * 100:.1f}% of time")
+            peak = svc.get("peakWindow")
+            if peak is not None:
+                put(f"peak window · {name}", i, f"{_clock(peak['start'])}-{_clock(peak['end'])}")
+                share = peak["sloBreachedShare"]
+                put(
+                    f"TTFT over SLO in peak · {name}",
+                    i,
+                    f"{share * 100:.1f}% ({_duration(peak['sloBreachedSeconds'])})"
+                    f"{'' if share <= 0.01 else ' BROKEN'}",
+                )
+                worst = peak["ttftP99Worst"]
+                put(
+                    f"TTFT P99 worst in peak · {name}",
+                    i,
+                    _ms(worst) if worst is not None and worst < 1 else _duration(worst),
+                )
+                if "tpotP99Worst" in peak:
+                    put(f"TPOT P99 worst in peak · {name}", i, _ms(peak["tpotP99Worst"]))
             put(
                 f"replicas peak ready/desired · {name}",
                 i,
@@ -60,6 +88,13 @@ def _table(results: list[dict[str, Any]]) -> Table:
         )
         put("preemptions", i, ", ".join(f"{k} {v}" for k, v in s["preemptions"].items()) or "0")
         put("GPU-h held by incomplete gangs", i, f"{s['incompleteGangGpuHours']:.1f}")
+        for klass, cost in s.get("batchCost", {}).items():
+            put(
+                f"cost to {klass}: GPU-h run / lost",
+                i,
+                f"{cost['gpuHours']:,.1f} / {cost['gpuHoursLost']:,.1f}",
+            )
+            put(f"cost to {klass}: evictions", i, str(cost["evictions"]))
         put("workloads blocked by quota", i, str(s["quotaBlockedWorkloads"]))
         for tenant, hours in s["gpuHoursByTenant"].items():
             put(f"GPU-hours · {tenant}", i, f"{hours:,.1f}")

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpupact.twin.peak import peak_window, series_of, union_window, window_stats
+
 
 def percentile(values: Sequence[float], q: float) -> float | None:
     """Nearest-rank percentile (q in 0..100); None for no values."""
@@ -91,6 +93,14 @@ class Recorder:
     incomplete_gang_gpu_s: float = 0.0
     quota_blocked: set[str] = field(default_factory=set)  # workloads Kueue held for quota
     usage: list[Usage] = field(default_factory=list)
+    # GPU-seconds of work thrown away (pods evicted, preempted or lost before they finished),
+    # by the class of the pod that lost it
+    lost_gpu_s: Counter[str] = field(default_factory=Counter)
+
+    def lose(self, rec: Any, now: float) -> None:
+        """A bound pod's run so far is lost (it restarts from the beginning)."""
+        if getattr(rec, "bound_at", None) is not None:
+            self.lost_gpu_s[rec.workload_class] += rec.gpus * max(0.0, now - rec.bound_at)
 
     def event(self, t: float, kind: str, subject: str, text: str) -> None:
         self.events.append({"t": round(t, 3), "kind": kind, "subject": subject, "text": text})
@@ -128,6 +138,9 @@ def summarize(
 ) -> dict[str, Any]:
     """The run in numbers: per class, per service, per pool, per tenant."""
     services = {}
+    windows = {
+        name: peak_window(s.get("t", []), s.get("rps", [])) for name, s in rec.services.items()
+    }
     for name, s in sorted(rec.services.items()):
         p99 = [v for v in s["ttftP99"] if v is not None]
         slo = slos.get(name)
@@ -140,7 +153,13 @@ def summarize(
             "peakDesired": max(s["desired"], default=0),
             "peakReady": max(s["ready"], default=0),
             "peakQueue": round(max(s["queue"], default=0.0), 1),
+            "peakWindow": window_stats(s, windows[name], slo),
         }
+        tpot = series_of(s, "tpotP99")
+        if tpot is not None:
+            services[name]["tpotP99Worst"] = finite(
+                max(tpot) if tpot and all(v is not None for v in tpot) else None
+            )
     pools = {}
     for name, p in sorted(rec.pools.items()):
         cap = p["gpus"]
@@ -178,8 +197,11 @@ def summarize(
             "overdue": overdue,
             "kept": p99 is not None and p99 <= limit and overdue == 0,
         }
+    window = union_window(list(windows.values()))
     return {
         "durationSeconds": duration,
+        "peakWindow": {"start": window[0], "end": window[1]} if window else None,
+        "batchCost": batch_cost(rec, time_to_gpu),
         "timeToGpu": time_to_gpu,
         "promises": promises_kept,
         "services": services,
@@ -193,3 +215,27 @@ def summarize(
         "quotaBlockedWorkloads": len(rec.quota_blocked),
         "gpuHoursByTenant": {k: round(v, 2) for k, v in sorted(tenants.items())},
     }
+
+
+def batch_cost(rec: Recorder, time_to_gpu: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What protecting the online classes cost the others, per class that runs jobs (not
+    services): GPU-hours run and thrown away, evictions, waits for a GPU."""
+    online = {u.workload_class for u in rec.usage if u.service is not None}
+    used: dict[str, float] = defaultdict(float)
+    for u in rec.usage:
+        if u.service is None:
+            stop = u.end if u.end is not None else u.start
+            used[u.workload_class] += u.gpus * (stop - u.start) / 3600
+    classes = (set(used) | set(rec.lost_gpu_s) | set(rec.preemptions) | set(time_to_gpu)) - online
+    out = {}
+    for klass in sorted(classes):
+        waits = time_to_gpu.get(klass, {})
+        out[klass] = {
+            "gpuHours": round(used.get(klass, 0.0), 2),
+            "gpuHoursLost": round(rec.lost_gpu_s.get(klass, 0.0) / 3600, 2),
+            "evictions": rec.preemptions.get(klass, 0),
+            "waitP50": waits.get("p50"),
+            "waitP99": waits.get("p99"),
+            "stillPending": waits.get("stillPending", 0),
+        }
+    return out

@@ -704,6 +704,7 @@ class Simulation:
         self.control.remove(rec.key, self.now)
         if rec.key not in self.control.terminating:  # else its GPUs are used until release
             self._close_usage(rec)
+        self.metrics.lose(rec, self.now)
         owner = rec.owner
         if owner in self.replica_of:
             run, replica = self.replica_of[owner]
@@ -728,6 +729,7 @@ class Simulation:
             other = self.control.remove(key, self.now)
             if other is not None:
                 self._close_usage(other)
+                self.metrics.lose(other, self.now)
                 self._finish_pending_sample(other)
         self._start_job_pods(job)
         self.metrics.event(self.now, "restart", job.name, f"restarted: {why}")
@@ -793,6 +795,7 @@ class Simulation:
                 self._at(until, "terminated", k)
             else:
                 self._close_usage(rec)
+            self.metrics.lose(rec, self.now)
             self._finish_pending_sample(rec)
             self.metrics.preemptions[rec.workload_class] += 1
         run.pods = []

@@ -62,6 +62,31 @@ def _fmt(value: float) -> str:
     return f"{value:g}"
 
 
+def log_ticks(low_exp: float, high_exp: float) -> list[float]:
+    """Ticks of a log axis spanning 10**low_exp..10**high_exp: the powers of ten inside, and
+    2 and 5 times them when fewer than three decades are shown (never 10**0.4 = 2.51189)."""
+    first, last = math.floor(low_exp + 1e-9), math.ceil(high_exp - 1e-9)
+    multiples = (1, 2, 5) if high_exp - low_exp < 3 else (1,)
+    out = []
+    for exp in range(first, last + 1):
+        for m in multiples:
+            value = m * 10.0**exp
+            if 10**low_exp * (1 - 1e-9) <= value <= 10**high_exp * (1 + 1e-9):
+                out.append(value)
+    return out or [10**low_exp]
+
+
+def fmt_seconds(value: float) -> str:
+    """A time axis label: 1 ms, 10 ms, 100 ms, 1 s, 10 s, 2 min, 1 h."""
+    if value < 1:
+        return f"{value * 1000:.3g} ms"
+    if value < 120:
+        return f"{value:.3g} s"
+    if value < 7200:
+        return f"{value / 60:.3g} min"
+    return f"{value / 3600:.3g} h"
+
+
 def line_chart(
     title: str,
     series: Sequence[Series],
@@ -71,8 +96,15 @@ def line_chart(
     x_scale: float = 1.0,
     log_y: bool = False,
     y_max: float | None = None,
+    y_seconds: bool = False,
+    band: tuple[float, float] | None = None,
+    x_range: tuple[float, float] | None = None,
 ) -> str:
-    """An SVG line chart; x values are divided by `x_scale` for the axis (e.g. 3600: hours)."""
+    """An SVG line chart; x values are divided by `x_scale` for the axis (e.g. 3600: hours).
+    `y_seconds` labels the y axis as durations; `band` shades an x span (the peak window);
+    `x_range` keeps only the points inside it (a zoom). Both are in unscaled x units."""
+    if x_range is not None:
+        series = [_clip(s, x_range) for s in series]
     xs = [x / x_scale for s in series for x in s.x]
     ys = [y for s in series for y in s.y if y is not None]
     if not xs or not ys:
@@ -84,8 +116,9 @@ def line_chart(
     y1 = y_max if y_max is not None else max(ys)
     if log_y:
         positive = [y for y in ys if y > 0]
-        y0 = math.log10(min(positive)) if positive else 0.0
-        y1 = math.log10(max(max(positive), 10 ** (y0 + 1))) if positive else 1.0
+        # whole decades: the axis ends on labelled powers of ten (100 ms, 1 s, 10 s)
+        y0 = math.floor(math.log10(min(positive)) + 1e-9) if positive else 0.0
+        y1 = math.ceil(math.log10(max(positive)) - 1e-9) if positive else 1.0
     if y1 <= y0:
         y1 = y0 + 1
     if x1 <= x0:
@@ -113,14 +146,23 @@ def line_chart(
         parts.append(
             f'<text x="{x:.1f}" y="{TOP + plot_h + 16}" class="tick" text-anchor="middle">{_fmt(tick)}</text>'
         )
-    y_ticks = [10**t for t in _ticks(y0, y1)] if log_y else _ticks(y0, y1)
+    if band is not None:
+        b0 = min(max(band[0] / x_scale, x0), x1)
+        b1 = min(max(band[1] / x_scale, x0), x1)
+        if b1 > b0:
+            parts.append(
+                f'<rect x="{px(b0):.1f}" y="{TOP}" width="{px(b1) - px(b0):.1f}" '
+                f'height="{plot_h}" class="band"><title>peak window</title></rect>'
+            )
+    y_ticks = log_ticks(y0, y1) if log_y else _ticks(y0, y1)
+    label = fmt_seconds if y_seconds else _fmt
     for tick in y_ticks:
         y = py(tick)
         parts.append(
             f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + plot_w}" y2="{y:.1f}" class="grid"/>'
         )
         parts.append(
-            f'<text x="{LEFT - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">{_fmt(tick)}</text>'
+            f'<text x="{LEFT - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">{label(tick)}</text>'
         )
     parts.append(
         f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 4}" class="label" text-anchor="middle">{escape(x_label)}</text>'
@@ -168,3 +210,58 @@ def cdf(values: Sequence[float]) -> tuple[list[float], list[float]]:
     ordered = sorted(values)
     n = len(ordered)
     return ordered, [(i + 1) / n for i in range(n)]
+
+
+def _clip(series: Series, x_range: tuple[float, float]) -> Series:
+    keep = [i for i, x in enumerate(series.x) if x_range[0] <= x <= x_range[1]]
+    return Series(
+        series.label,
+        [series.x[i] for i in keep],
+        [series.y[i] for i in keep],
+        series.dashed,
+        series.step,
+    )
+
+
+def bar_chart(
+    title: str, rows: Sequence[tuple[str, Sequence[float]]], legend: Sequence[str]
+) -> str:
+    """Horizontal grouped bars: one group per row label, one bar per legend entry."""
+    values = [v for _, vs in rows for v in vs]
+    if not rows or not values:
+        return (
+            f'<figure><figcaption>{escape(title)}</figcaption><p class="empty">no data</p></figure>'
+        )
+    high = max(max(values), 1e-9)
+    bar, gap, label_w = 12, 10, 110
+    height = TOP + len(rows) * (len(legend) * bar + gap) + 24
+    plot_w = WIDTH - label_w - 70
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" '
+        f'role="img" aria-label="{escape(title)}">'
+    ]
+    y = TOP
+    for name, vs in rows:
+        parts.append(
+            f'<text x="{label_w - 6}" y="{y + bar * len(legend) / 2 + 4:.1f}" class="label" '
+            f'text-anchor="end">{escape(name)}</text>'
+        )
+        for i, v in enumerate(vs):
+            w = v / high * plot_w
+            color = PALETTE[i % len(PALETTE)]
+            parts.append(
+                f'<rect x="{label_w}" y="{y}" width="{max(w, 0.5):.1f}" height="{bar - 2}" fill="{color}"/>'
+            )
+            parts.append(
+                f'<text x="{label_w + w + 4:.1f}" y="{y + bar - 3}" class="tick">{v:,.1f}</text>'
+            )
+            y += bar
+        y += gap
+    for i, entry in enumerate(legend):
+        x = label_w + i * 150
+        parts.append(
+            f'<rect x="{x}" y="{height - 14}" width="10" height="3" fill="{PALETTE[i % len(PALETTE)]}"/>'
+        )
+        parts.append(f'<text x="{x + 14}" y="{height - 10}" class="legend">{escape(entry)}</text>')
+    parts.append("</svg>")
+    return f"<figure><figcaption>{escape(title)}</figcaption>{''.join(parts)}</figure>"
