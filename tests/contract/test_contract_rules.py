@@ -183,6 +183,12 @@ CASES = [
         id="onboarding-incomplete",
     ),
     pytest.param(
+        "hpa-metric-blind-to-queue",
+        [("services.0.ttftSlo", "2s")],
+        [("services.0.replicas.max", 2)],
+        id="hpa-metric-blind-to-queue",
+    ),
+    pytest.param(
         "multi-pod-replica-without-gang",
         [("services.0.tensorParallel", 2)],
         [("services.0.gang", "replica")],

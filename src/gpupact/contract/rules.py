@@ -296,6 +296,35 @@ def _burst_without_prewarm(ctx: Context) -> Iterator[Hit]:
 
 
 @rule(
+    "hpa-metric-blind-to-queue",
+    Severity.warning,
+    "A service promises a TTFT but its HPA's metric cannot see requests waiting for a slot",
+)
+def _hpa_metric_blind_to_queue(ctx: Context) -> Iterator[Hit]:
+    # compile scales on the engine's num_requests_running gauge when `concurrency` is given,
+    # else on DCGM GPU utilisation: a replica full at max_num_seqs (or 100 % busy) reports
+    # the same value however long its queue grows, so under saturation the HPA multiplies
+    # replicas by at most max_num_seqs / target per sync, and not at all once the target
+    # reaches what a replica holds; the waiting time, which TTFT is made of, goes unseen
+    for i, service, _, _ in ctx.services():
+        if service.ttft_slo is None or service.replicas.upper <= max(service.replicas.min, 1):
+            continue
+        metric = (
+            "num_requests_running" if service.concurrency is not None else "GPU utilisation"
+        )
+        yield Hit(
+            ("services", i, "ttftSlo"),
+            f"service/{service.name}",
+            f"service {service.name} promises TTFT {_dur(service.ttft_slo)} but autoscales on "
+            f"{metric}, which stops growing once its replicas are full: requests waiting for "
+            "a slot do not scale it out",
+            "size replicas.min for the peak (gpupact plan --rate), pre-warm it, or add an HPA "
+            "metric on num_requests_waiting next to the compiled one",
+        )
+
+
+
+@rule(
     "online-shared-gpu-untested",
     Severity.error,
     "An online service shares GPUs (time-slicing, MIG) without load-test evidence",

@@ -12,6 +12,14 @@ pkg/controller/podautoscaler), for a Pods metric with an AverageValue target:
    scale-down may remove likewise. Defaults: up 4 pods or 100 % per 15 s, window 0; down
    100 % per 15 s, window 300 s.
 4. Clamped to [minReplicas, maxReplicas].
+
+The metric is the one the compiled HPA names, read through `metric_delay.MetricPipeline`
+(scrape + adapter delay): `num_requests_running` counts only the sequences a replica is
+serving, so a replica full at `max_num_seqs` reports the same value however long its queue
+is; `num_requests_waiting` counts the queue; DCGM_FI_DEV_GPU_UTIL the busy share.
+Sources: https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/
+(algorithm, tolerance 0.1, sync period 15 s, behaviour defaults); vLLM metrics
+https://docs.vllm.ai/en/latest/design/metrics.html (num_requests_running / _waiting gauges).
 """
 
 from __future__ import annotations
@@ -20,7 +28,24 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
+from gpupact.twin.metric_delay import QueueSample
 from gpupact.twin.world import HpaSpec
+
+RUNNING_SUFFIX = "num_requests_running"
+WAITING_SUFFIX = "num_requests_waiting"
+
+
+def metric_total(spec: HpaSpec, sample: QueueSample) -> float:
+    """The compiled metric summed over the pods, from what the serving queue reports.
+    A name the twin does not know is read as requests in flight (running + waiting)."""
+    if spec.gpu_utilisation:
+        return sample.gpu_util_total
+    name = spec.metric
+    if name.endswith(RUNNING_SUFFIX):
+        return sample.running
+    if name.endswith(WAITING_SUFFIX):
+        return sample.waiting
+    return sample.running + sample.waiting
 
 DEFAULT_UP_POLICIES = (("Percent", 100, 15), ("Pods", 4, 15))
 DEFAULT_DOWN_POLICIES = (("Percent", 100, 15),)

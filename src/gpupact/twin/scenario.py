@@ -164,6 +164,10 @@ class Hpa(Model):
     tolerance: Ratio = 0.1
     scale_up_stabilization: Duration = timedelta(0)
     scale_down_stabilization: Duration = timedelta(minutes=5)
+    # how old the pod metric is when the HPA reads it: a Prometheus scrape, then the
+    # custom-metrics adapter's query (prometheus-adapter) on top
+    metric_scrape_interval: Duration = timedelta(seconds=15)
+    metric_adapter_delay: Duration = timedelta(seconds=30)
 
 
 class Autoscaler(Model):

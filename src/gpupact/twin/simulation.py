@@ -40,7 +40,8 @@ from gpupact.plan.serving import replica_profile
 from gpupact.twin.autoscaler import Autoscaler
 from gpupact.twin.control import ControlPlane, PodRecord, Preemption
 from gpupact.twin.cron import fire_times
-from gpupact.twin.hpa import HpaController
+from gpupact.twin.hpa import HpaController, metric_total
+from gpupact.twin.metric_delay import MetricPipeline, QueueSample, queue_counts
 from gpupact.twin.metrics import PendingSample, Recorder, Usage, finite, summarize
 from gpupact.twin.scenario import FaultKind, LoadedScenario
 from gpupact.twin.serving import ServiceQueue
@@ -80,6 +81,7 @@ class ServiceRun:
     ttft: Callable[[float], float]  # queue wait -> time to first token
     ttft_p99: Callable[[float], float]
     slo: float | None
+    metrics: MetricPipeline = field(default_factory=MetricPipeline)  # what the HPA sees
     replicas: list[Replica] = field(default_factory=list)
     desired: int = 0
     counter: int = 0
@@ -186,6 +188,10 @@ class Simulation:
             lambda wait: profile.ttft_s(wait),
             lambda wait: profile.ttft_s(wait, p95_input),
             ttft_slo(template),
+            MetricPipeline(
+                self.scenario.hpa.metric_scrape_interval.total_seconds(),
+                self.scenario.hpa.metric_adapter_delay.total_seconds(),
+            ),
         )
         run.desired = template.min_replicas
         return run
@@ -304,6 +310,9 @@ class Simulation:
             rps = _rate(self.rates.get(name, ()), now)
             ready = len(run.ready(now))
             wait50, wait99 = run.queue.step(rps, ready, dt)
+            running, waiting = queue_counts(run.queue)
+            util_total = run.queue.utilisation(ready) * 100 * ready
+            run.metrics.record(QueueSample(now, running, waiting, util_total))
             self.metrics.sample_service(
                 name,
                 t=now,
@@ -367,10 +376,10 @@ class Simulation:
                 continue
             ready = run.ready(now)
             not_ready = len(run.replicas) - len(ready)
-            if run.hpa.spec.gpu_utilisation:  # DCGM_FI_DEV_GPU_UTIL, percent per pod
-                total = run.queue.utilisation(len(ready)) * 100 * len(ready)
-            else:  # requests in flight (running and waiting), per pod
-                total = run.queue.in_flight + run.queue.queue_length
+            sample = run.metrics.visible(now)  # the scrape the adapter serves now
+            if sample is None:
+                continue
+            total = metric_total(run.hpa.spec, sample)
             desired = run.hpa.decide(now, run.desired, len(ready), not_ready, total)
             if desired != run.desired:
                 self.metrics.event(now, "scale", name, f"HPA {run.desired} -> {desired} replicas")
