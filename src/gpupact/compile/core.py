@@ -49,6 +49,7 @@ from gpupact.compile.names import (
     tenant_of,
     utc_text,
 )
+from gpupact.contract.headroom import service_headroom
 from gpupact.contract.keys import ANNOTATION_EXPIRES, ANNOTATION_MODEL, LABEL_APP
 from gpupact.contract.schema import (
     Contract,
@@ -473,7 +474,7 @@ def _hpa(
             },
         }
     else:
-        headroom = service.headroom if service.headroom is not None else (klass.headroom or 0)
+        headroom = service_headroom(service, klass)
         metric = {
             "type": "Pods",
             "pods": {

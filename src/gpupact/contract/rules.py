@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, NamedTuple
 
+from gpupact.contract.headroom import service_headroom
 from gpupact.contract.schema import (
     Contract,
     GangScope,
@@ -243,8 +244,7 @@ def _pool_headroom_exhausted(ctx: Context) -> Iterator[Hit]:
         for _, service, klass, spool in ctx.services():
             if spool is pool and klass.online:
                 demand += service.replicas.min * service.tensor_parallel
-                share = klass.headroom if service.headroom is None else service.headroom
-                headroom = max(headroom, share or 0)
+                headroom = max(headroom, service_headroom(service, klass))
         if demand == 0 or demand * 100 <= pool.max_devices * (100 - headroom):
             continue
         yield Hit(

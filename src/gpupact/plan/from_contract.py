@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from gpupact.contract.headroom import service_headroom
 from gpupact.contract.schema import Contract, Pool, Quantization, Service
 from gpupact.errors import InputError
 from gpupact.plan.gpus import CATALOGUE as GPUS
@@ -84,10 +85,8 @@ def service_model(
 
 
 def headroom_of(contract: Contract, service: Service) -> int:
-    """The service's headroom, else its class's (the override `compile` and `check` apply)."""
-    if service.headroom is not None:
-        return service.headroom
-    return contract.workload_class(service.workload_class).headroom or 0
+    """The service's headroom, else its class's (the one rule in contract.headroom)."""
+    return service_headroom(service, contract.workload_class(service.workload_class))
 
 
 def workload_for_service(contract: Contract, service: Service, slowdown: float = 1.0) -> Workload:
