@@ -13,76 +13,19 @@ pool `coldStart`.
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 
 from gpupact.cluster.devices import GPU_RESOURCE
-from gpupact.errors import FieldError
-from gpupact.kube.fields import MAX_DURATION_MS, MAX_DURATION_TEXT
 from gpupact.kube.objects import Pod
+from gpupact.ops.cold_start import COLD_START_ANNOTATION as COLD_START_ANNOTATION
+from gpupact.ops.cold_start import PHASES as PHASES
+from gpupact.ops.cold_start import ColdStart as ColdStart
+from gpupact.ops.cold_start import parse_cold_start as parse_cold_start
+from gpupact.ops.cold_start import parse_duration as parse_duration
 from gpupact.ops.model import Event, NodeClaim
 
-COLD_START_ANNOTATION = "gpupact.io/cold-start"
 KARPENTER_POOL_LABEL = "karpenter.sh/nodepool"
-PHASES = ("provision", "driver", "devicePlugin", "imagePull", "modelLoad")
-_DURATION_RE = re.compile(r"(\d+)(h|m|s)")
-_UNIT = {"h": 3600, "m": 60, "s": 1}
 MAX_NODE_GROUP_SIZE = "max node group size reached"
-
-
-def parse_duration(text: str, path: tuple = ()) -> int:
-    """A Go duration of hours, minutes and seconds ("1h30m", "45s") -> seconds."""
-    text = text.strip()
-    if not text:
-        raise FieldError(path, "empty duration")
-    pos, total = 0, 0
-    for match in _DURATION_RE.finditer(text):
-        if match.start() != pos:
-            break
-        total += int(match.group(1)) * _UNIT[match.group(2)]
-        pos = match.end()
-    if pos != len(text):
-        raise FieldError(path, f'expected a duration such as "13m30s", got {text!r}')
-    if total * 1000 > MAX_DURATION_MS:
-        raise FieldError(
-            path, f"{text!r} is longer than a Go duration can be ({MAX_DURATION_TEXT})"
-        )
-    return total
-
-
-@dataclass(frozen=True)
-class ColdStart:
-    total: int  # seconds
-    phases: tuple[tuple[str, int], ...]
-    source: str
-
-    def describe(self) -> str:
-        from gpupact.ops.findings import format_duration
-
-        parts = ", ".join(f"{name} {format_duration(s)}" for name, s in self.phases if s)
-        return f"{format_duration(self.total)}" + (f" ({parts})" if parts else "")
-
-
-def parse_cold_start(text: str, source: str) -> ColdStart:
-    path = ("metadata", "annotations", COLD_START_ANNOTATION)
-    stripped = text.strip()
-    if stripped.startswith("{"):
-        try:
-            raw = json.loads(stripped)
-        except json.JSONDecodeError as err:
-            raise FieldError(path, f"not JSON: {err.msg}") from None
-        except RecursionError:
-            raise FieldError(path, "JSON nested too deeply") from None
-        phases = []
-        for name, value in raw.items():
-            if name not in PHASES:
-                raise FieldError((*path, name), f"unknown phase (one of {', '.join(PHASES)})")
-            if not isinstance(value, str):
-                raise FieldError((*path, name), "expected a duration string")
-            phases.append((name, parse_duration(value, (*path, name))))
-        return ColdStart(sum(s for _, s in phases), tuple(phases), source)
-    return ColdStart(parse_duration(stripped, path), (), source)
 
 
 @dataclass

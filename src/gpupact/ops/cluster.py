@@ -48,6 +48,7 @@ from gpupact.ops.model import (
     NodePool,
     OwnerRef,
 )
+from gpupact.ops.owners import owner_of
 from gpupact.ops.roles import Roles, gpu_lost
 
 # plugins whose refusal depends on the node alone (labels, taints, cordon, GPU hardware)
@@ -445,8 +446,6 @@ class Analysis:
         """(owner, GPU-milli) of each GPU pod bound to the node, computed once per node."""
         found = self._holdings_of.get(node)
         if found is None:
-            from gpupact.ops.owners import owner_of  # owners imports this module for typing
-
             found = []
             for pod in self.pods_by_node.get(node, ()):
                 gpu = pod_usage(pod).gpu

@@ -35,6 +35,7 @@ from gpupact.kube.fields import (
 from gpupact.kube.objects import Node, Pod, api_group
 from gpupact.kube.requests import parse_resource_list
 from gpupact.kube.scheduling_objects import SchedulingObjects
+from gpupact.ops.cold_start import COLD_START_ANNOTATION, parse_cold_start
 
 KUEUE_KINDS = (
     "ResourceFlavor",
@@ -432,8 +433,6 @@ def _is_controller(kind: str, group: str) -> bool:
 def _check_cold_start(pool: NodePool) -> None:
     """The cold-start annotation is read when the autoscaler is explained; checked here too,
     so a bad one is reported with its file and line (FieldError), not later without them."""
-    from gpupact.ops.autoscale import COLD_START_ANNOTATION, parse_cold_start
-
     text = pool.meta.annotations.get(COLD_START_ANNOTATION)
     if text is not None:
         parse_cold_start(text, f"NodePool {pool.meta.name} annotation")

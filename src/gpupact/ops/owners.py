@@ -9,12 +9,10 @@ controller's naming); a pod without owners is its own owner.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from gpupact.kube.objects import Pod
-
-if TYPE_CHECKING:
-    from gpupact.ops.cluster import Analysis
+from gpupact.ops.model import Controller
 
 VOLCANO_JOB_GROUP = "batch.volcano.sh"
 TEMPLATE_HASH_LABEL = "pod-template-hash"
@@ -32,6 +30,15 @@ _RESOURCE = {
 # owners whose pod template `kubectl set resources` / `kubectl patch` may change (a Job's and
 # a bare pod's are immutable)
 SET_RESOURCES_KINDS = frozenset({"Deployment", "StatefulSet", "ReplicaSet", "DaemonSet"})
+
+
+class OwnerIndex(Protocol):
+    """What owner_of reads of an Analysis: its caches and the snapshot's controllers (named
+    here, not imported, because the Analysis itself asks owner_of)."""
+
+    memo: dict[Any, Any]
+
+    def controller_of(self, pod: Pod) -> Controller | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +68,7 @@ class Owner:
         return f"{self.kind} {self.namespace}/{self.name}"
 
 
-def owner_of(a: Analysis, pod: Pod) -> Owner:
+def owner_of(a: OwnerIndex, pod: Pod) -> Owner:
     """Memoised per controlling reference: the replicas of one controller share an owner."""
     meta = pod.raw.get("metadata") if pod.raw else None
     refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
@@ -76,7 +83,7 @@ def owner_of(a: Analysis, pod: Pod) -> Owner:
     return found
 
 
-def _owner_of(a: Analysis, pod: Pod) -> Owner:
+def _owner_of(a: OwnerIndex, pod: Pod) -> Owner:
     ctrl = a.controller_of(pod)
     if ctrl is not None:
         return Owner(ctrl.kind, ctrl.meta.namespace, ctrl.meta.name, ctrl.api_group)

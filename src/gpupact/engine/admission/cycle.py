@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from gpupact.engine.admission import queues as q
 from gpupact.engine.admission import reasons
@@ -44,10 +43,8 @@ from gpupact.engine.admission.resource_tree import (
     remove_usages,
 )
 from gpupact.engine.admission.runtime import ClusterQueueRuntime
+from gpupact.engine.admission.views import CycleView
 from gpupact.engine.admission.workload_info import WorkloadInfo
-
-if TYPE_CHECKING:
-    from gpupact.engine.admission.state import AdmissionState
 
 # entry status
 _NOT_NOMINATED = ""
@@ -128,7 +125,7 @@ class _Entry:
 
 
 class _Cycle:
-    def __init__(self, state: AdmissionState, now: int) -> None:
+    def __init__(self, state: CycleView, now: int) -> None:
         self.state = state
         self.now = now
         self.number = state.cycle_number
@@ -439,5 +436,5 @@ def _reduce_pod_sets(
     return found if lo == last_good else None
 
 
-def run_cycle(state: AdmissionState, now: int) -> CycleResult:
+def run_cycle(state: CycleView, now: int) -> CycleResult:
     return _Cycle(state, now).run()

@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from gpupact.engine.admission.cycle import CycleResult
 from gpupact.engine.admission.model import (
@@ -42,11 +41,9 @@ from gpupact.engine.admission.resource_tree import (
     remove_usage,
     remove_usages,
 )
+from gpupact.engine.admission.views import RaiseView
 from gpupact.engine.admission.workload_info import WorkloadInfo
 from gpupact.errors import FieldError
-
-if TYPE_CHECKING:
-    from gpupact.engine.admission.state import AdmissionState
 
 __all__ = [
     "EVICT_NEWEST",
@@ -134,7 +131,7 @@ def check_policy(policy: str) -> str:
     return policy
 
 
-def validate_raise(state: AdmissionState, raised: QuotaRaise) -> None:
+def validate_raise(state: RaiseView, raised: QuotaRaise) -> None:
     if not isinstance(raised, QuotaRaise):
         raise FieldError((), f"want a QuotaRaise, got {type(raised).__name__}")
     for name in ("cluster_queue", "flavor", "resource", "reason"):
@@ -196,7 +193,7 @@ def _raised_group(group: ResourceGroup, amounts: Mapping[FlavorResource, int]) -
     return ResourceGroup(group.covered_resources, tuple(flavors))
 
 
-def add_raise(state: AdmissionState, raised: QuotaRaise, now: int | None) -> bool:
+def add_raise(state: RaiseView, raised: QuotaRaise, now: int | None) -> bool:
     validate_raise(state, raised)
     if now is None:
         now = state.clock
@@ -212,7 +209,7 @@ def add_raise(state: AdmissionState, raised: QuotaRaise, now: int | None) -> boo
 # --- expiry ------------------------------------------------------------------------------------
 
 
-def expire_raises(state: AdmissionState, now: int) -> ExpiryReport:
+def expire_raises(state: RaiseView, now: int) -> ExpiryReport:
     state.clock = now
     policy = state.on_expiry
     expired = tuple(r for r in state.raises if r.expires_at <= now)
@@ -318,7 +315,7 @@ def _capacity(node: QuotaNode, fr: FlavorResource) -> int:
         add_usage(node, fr, used)
 
 
-def _hide(state: AdmissionState, infos: Iterable[WorkloadInfo]) -> None:
+def _hide(state: RaiseView, infos: Iterable[WorkloadInfo]) -> None:
     for info in infos:
         remove_usages(state.cluster_queue_runtimes[info.cluster_queue].node, info.usage)
 

@@ -17,6 +17,7 @@ from gpupact.engine.admission import queues as q
 from gpupact.engine.admission import raises, reasons
 from gpupact.engine.admission.cycle import run_cycle
 from gpupact.engine.admission.fair_sharing import FairSharingConfig, FairSharingPreemption
+from gpupact.engine.admission.features import FeatureGates
 from gpupact.engine.admission.flavor_assigner import (
     Assignment,
     FlavorAssigner,
@@ -48,19 +49,6 @@ from gpupact.engine.admission.workload_info import WorkloadInfo
 from gpupact.kube.selectors import label_selector_matches
 
 UNQUEUED = "unqueued"
-
-
-@dataclass(frozen=True, slots=True)
-class FeatureGates:
-    """Kueue feature gates the engine honours (defaults of the modelled Kueue version).
-    FlavorFungibility, PrioritySortingWithinCohort, FairSharingPreemptWithinNominal and
-    FairSharingPrioritizeNonBorrowing are always on; PrioritizePreemptorWorkloads,
-    PriorityBoost and ConcurrentAdmission always off."""
-
-    partial_admission: bool = True
-    scheduling_equivalence_hashing: bool = True
-    flavor_fungibility_preserve_scan_progress: bool = True
-    recompute_assignment_upon_preemption_targets_overlap: bool = True
 
 
 @dataclass(frozen=True, slots=True)
