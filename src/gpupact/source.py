@@ -245,10 +245,10 @@ def _with_path(error: InputError, text: str) -> InputError:
         if id(node) in seen:
             continue
         seen.add(id(node))
-        if (node.start_mark.line + 1, node.start_mark.column + 1) == (error.line, error.column):
-            if isinstance(node, yaml.ScalarNode):
-                error.path = path
-                return error
+        start = (node.start_mark.line + 1, node.start_mark.column + 1)
+        if isinstance(node, yaml.ScalarNode) and start == (error.line, error.column):
+            error.path = path
+            return error
         if isinstance(node, yaml.MappingNode):
             stack.extend(
                 (value, (*path, key.value if isinstance(key, yaml.ScalarNode) else str(key)))
@@ -439,11 +439,15 @@ def first_duplicate_key(doc: Document) -> InputError | None:
                 name = key.value if isinstance(key, yaml.ScalarNode) else str(key)
                 if name in keys:
                     mark = key.start_mark
-                    found.append(InputError(
-                        "duplicate key: a second value would silently replace the first",
-                        file=doc.file, path=(*path, name), line=mark.line + 1,
-                        column=mark.column + 1,
-                    ))
+                    found.append(
+                        InputError(
+                            "duplicate key: a second value would silently replace the first",
+                            file=doc.file,
+                            path=(*path, name),
+                            line=mark.line + 1,
+                            column=mark.column + 1,
+                        )
+                    )
                 keys.add(name)
                 stack.append((value, (*path, name)))
         elif isinstance(node, yaml.SequenceNode):

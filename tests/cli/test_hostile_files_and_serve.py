@@ -51,8 +51,16 @@ def _commands(path: Path, tokens: Path) -> dict[str, list[str]]:
         "fit-pod": ["fit", "-f", str(path), "--nodes", str(NODES)],
         "fit-nodes": ["fit", "-f", str(POD), "--nodes", str(path)],
         "serve-tokens": ["serve", str(SCENARIO), "--tokens", str(path), "--port", "1"],
-        "serve-contract": ["serve", str(SCENARIO), "--tokens", str(tokens), "--contract",
-                           str(path), "--port", "1"],
+        "serve-contract": [
+            "serve",
+            str(SCENARIO),
+            "--tokens",
+            str(tokens),
+            "--contract",
+            str(path),
+            "--port",
+            "1",
+        ],
     }
 
 
@@ -67,8 +75,11 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path, command:
     tokens.write_text(f"tenants:\n  - name: finance\n    token: {TOKEN}\n")
     proc = subprocess.run(
         [sys.executable, "-m", "gpupact", *_commands(fifo, tokens)[command]],
-        capture_output=True, text=True, timeout=GUARD_SECONDS,
-        env={**os.environ, "PYTHONPATH": str(SRC)}, check=False,
+        capture_output=True,
+        text=True,
+        timeout=GUARD_SECONDS,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        check=False,
     )
     assert_one_error(proc.returncode, proc.stderr, f"{fifo}: not a regular file (a FIFO)")
 
@@ -102,8 +113,10 @@ def test_a_byte_order_mark_on_a_pod_is_accepted(tmp_path: Path) -> None:
     ("text", "fragments"),
     [
         ("tenants: []\n1: x\nadmins: []\nzz: y\n", [":2:", "1: unknown field"]),
-        (f"tenants:\n  - name: a\n    token: {TOKEN}\n    7: x\n    zz: y\n",
-         [":4:", "tenants[0].7: unknown field"]),
+        (
+            f"tenants:\n  - name: a\n    token: {TOKEN}\n    7: x\n    zz: y\n",
+            [":4:", "tenants[0].7: unknown field"],
+        ),
     ],
 )
 def test_mixed_type_keys_in_the_token_file(tmp_path: Path, text: str, fragments: list[str]):
@@ -124,12 +137,19 @@ def test_mixed_type_keys_in_a_contract(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "fragments"),
     [
-        (f"tenants:\n  - name: a\n    token: {TOKEN}\n    gpuHourBudget: 5\n    gpuHourBudget: 9\n",
-         [":5:", "tenants[0].gpuHourBudget", "duplicate key"]),
-        (f"tenants:\n  - name: a\n    token: {TOKEN}\n    budget: 5\n",
-         [":4:", "tenants[0].budget", "unknown field"]),
-        (f"tenants:\n  - name: fin/ance\n    token: {TOKEN}\n",
-         [":2:", "tenants[0].name", "no '/'"]),
+        (
+            f"tenants:\n  - name: a\n    token: {TOKEN}\n"
+            "    gpuHourBudget: 5\n    gpuHourBudget: 9\n",
+            [":5:", "tenants[0].gpuHourBudget", "duplicate key"],
+        ),
+        (
+            f"tenants:\n  - name: a\n    token: {TOKEN}\n    budget: 5\n",
+            [":4:", "tenants[0].budget", "unknown field"],
+        ),
+        (
+            f"tenants:\n  - name: fin/ance\n    token: {TOKEN}\n",
+            [":2:", "tenants[0].name", "no '/'"],
+        ),
         (f"tenants:\n  - name: ../x\n    token: {TOKEN}\n", ["tenants[0].name"]),
     ],
 )

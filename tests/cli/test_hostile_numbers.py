@@ -50,20 +50,41 @@ def _contract_json(old: str, new: str) -> str:
 
 
 CASES = {
-    "int-yaml": ("c.yaml", _contract_yaml("concurrency: 200", f"concurrency: {HUGE}"),
-                 ["services[0].concurrency", "digits"]),
-    "int-yaml-tagged": ("c.yaml", _contract_yaml("concurrency: 200", f"concurrency: !!int {HUGE}"),
-                        ["services[0].concurrency", "digits"]),
-    "float-yaml-long": ("c.yaml", _contract_yaml("gpus: 16", f"gpus: {HUGE}.5"),
-                        ["tenants[0].quotas[0].gpus", "beyond the float range"]),
-    "float-yaml-exponent": ("c.yaml", _contract_yaml("gpus: 16", "gpus: 1.0e+400"),
-                            ["tenants[0].quotas[0].gpus", "1.0e+400", "float range"]),
-    "int-json": ("c.json", _contract_json('"concurrency": 200', f'"concurrency": {HUGE}'),
-                 ["services[0].concurrency", "digits"]),
-    "float-json": ("c.json", _contract_json('"concurrency": 200', '"concurrency": -1e400'),
-                   ["services[0].concurrency", "float range"]),
-    "nan-json": ("c.json", _contract_json('"concurrency": 200', '"concurrency": NaN'),
-                 ["services[0].concurrency", "NaN is not a JSON number"]),
+    "int-yaml": (
+        "c.yaml",
+        _contract_yaml("concurrency: 200", f"concurrency: {HUGE}"),
+        ["services[0].concurrency", "digits"],
+    ),
+    "int-yaml-tagged": (
+        "c.yaml",
+        _contract_yaml("concurrency: 200", f"concurrency: !!int {HUGE}"),
+        ["services[0].concurrency", "digits"],
+    ),
+    "float-yaml-long": (
+        "c.yaml",
+        _contract_yaml("gpus: 16", f"gpus: {HUGE}.5"),
+        ["tenants[0].quotas[0].gpus", "beyond the float range"],
+    ),
+    "float-yaml-exponent": (
+        "c.yaml",
+        _contract_yaml("gpus: 16", "gpus: 1.0e+400"),
+        ["tenants[0].quotas[0].gpus", "1.0e+400", "float range"],
+    ),
+    "int-json": (
+        "c.json",
+        _contract_json('"concurrency": 200', f'"concurrency": {HUGE}'),
+        ["services[0].concurrency", "digits"],
+    ),
+    "float-json": (
+        "c.json",
+        _contract_json('"concurrency": 200', '"concurrency": -1e400'),
+        ["services[0].concurrency", "float range"],
+    ),
+    "nan-json": (
+        "c.json",
+        _contract_json('"concurrency": 200', '"concurrency": NaN'),
+        ["services[0].concurrency", "NaN is not a JSON number"],
+    ),
 }
 
 
@@ -75,8 +96,11 @@ def test_contract_numbers_out_of_range(tmp_path: Path, command: str, case: str) 
     path.write_text(text)
     code, stderr = run(command, path)
     # the line of the offending value: file:line:column
-    line = next(i for i, row in enumerate(text.splitlines(), 1) if HUGE in row or "e+400" in row
-                or "e400" in row or "NaN" in row)
+    line = next(
+        i
+        for i, row in enumerate(text.splitlines(), 1)
+        if HUGE in row or "e+400" in row or "e400" in row or "NaN" in row
+    )
     assert_one_error(code, stderr, f"{path}:{line}:", *fragments)
 
 
@@ -84,7 +108,7 @@ def test_a_quoted_long_number_is_a_string_not_refused(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(_contract_yaml("costCenter: CC-PLATFORM", f'costCenter: "{HUGE[:5000]}"'))
     code, stderr = run("check", path)
-    assert "digits" not in stderr and "Traceback" not in stderr
+    assert code in (0, 1) and "digits" not in stderr and "Traceback" not in stderr
 
 
 TOKEN = "t" * 20
@@ -103,6 +127,8 @@ TOKEN = "t" * 20
 )
 def test_serve_token_budget_out_of_range(tmp_path: Path, budget: str, fragment: str) -> None:
     tokens = tmp_path / "tokens.yaml"
-    tokens.write_text(f"tenants:\n  - name: finance\n    token: {TOKEN}\n    gpuHourBudget: {budget}\n")
+    tokens.write_text(
+        f"tenants:\n  - name: finance\n    token: {TOKEN}\n    gpuHourBudget: {budget}\n"
+    )
     code, stderr = run("serve", SCENARIO, "--tokens", tokens, "--port", "1")
     assert_one_error(code, stderr, f"{tokens}:4:", "tenants[0].gpuHourBudget", fragment)
