@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import math
 import os
 import re
 import stat
@@ -97,9 +98,19 @@ def read_text(path: str | Path) -> str:
     try:
         if str(path) == STDIN:
             return _read_bounded(sys.stdin.buffer, name)
-        with open(path, "rb") as stream:
-            info = os.fstat(stream.fileno())
-            if stat.S_ISREG(info.st_mode) and info.st_size > MAX_INPUT_BYTES:
+        # O_NONBLOCK: opening a FIFO would otherwise wait for a writer before fstat could refuse it
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as stream:
+            info = os.fstat(fd)
+            if stat.S_ISDIR(info.st_mode):
+                raise IsADirectoryError
+            if not stat.S_ISREG(info.st_mode):
+                raise InputError(
+                    f"not a regular file ({_file_type(info.st_mode)}); give a file, or - for "
+                    "standard input",
+                    file=name,
+                )
+            if info.st_size > MAX_INPUT_BYTES:
                 raise _too_large(name)
             return _read_bounded(stream, name)
     except FileNotFoundError:
@@ -108,6 +119,18 @@ def read_text(path: str | Path) -> str:
         raise InputError("is a directory, expected a file", file=name) from None
     except OSError as exc:
         raise InputError(exc.strerror or str(exc), file=name) from None
+
+
+def _file_type(mode: int) -> str:
+    for test, what in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return what
+    return "not a file"
 
 
 def _read_bounded(stream: Any, name: str) -> str:
@@ -168,12 +191,99 @@ def _too_large(name: str) -> InputError:
     return InputError(f"larger than {MAX_INPUT_BYTES >> 20} MiB; refusing to read it", file=name)
 
 
+class _NumberOutOfRange(ValueError):
+    """A number literal Python cannot hold: an integer past its int-str conversion limit, or
+    a float past the float range (read as inf, it would pass `>= 0` checks)."""
+
+    def __init__(self, literal: str, message: str) -> None:
+        super().__init__(message)
+        self.literal, self.message = literal, message
+
+
+def _too_many_digits(literal: str) -> _NumberOutOfRange:
+    digits = sum(c.isdigit() for c in literal)
+    return _NumberOutOfRange(
+        literal,
+        f"a number of {digits:,} digits: more than the {sys.get_int_max_str_digits():,} "
+        "digits an integer may have here",
+    )
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if math.isinf(value):
+        raise _NumberOutOfRange(literal, f"number {_abridged(literal)} is beyond the float range")
+    return value
+
+
+def _no_constant(literal: str) -> float:
+    raise _NumberOutOfRange(literal, f"{literal} is not a JSON number")
+
+
+def _abridged(literal: str) -> str:
+    return literal if len(literal) <= 40 else f"{literal[:20]}...{literal[-10:]}"
+
+
+def _at_literal(exc: _NumberOutOfRange, text: str, file: str) -> InputError:
+    at = text.find(exc.literal)
+    line = text.count("\n", 0, at) + 1 if at >= 0 else None
+    column = at - text.rfind("\n", 0, at) if at >= 0 else None
+    return _with_path(InputError(exc.message, file=file, line=line, column=column), text)
+
+
+def _with_path(error: InputError, text: str) -> InputError:
+    """`error` with the field path of the node that starts at its line and column (found on
+    the error path only: composing the whole file again is slow for a large snapshot)."""
+    try:
+        roots = [root for root in yaml.compose_all(text, Loader=_Loader) if root is not None]
+    except yaml.YAMLError:
+        return error
+    stack: list[tuple[yaml.Node, tuple[PathPart, ...]]] = [(root, ()) for root in roots]
+    seen: set[int] = set()
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        start = (node.start_mark.line + 1, node.start_mark.column + 1)
+        if isinstance(node, yaml.ScalarNode) and start == (error.line, error.column):
+            error.path = path
+            return error
+        if isinstance(node, yaml.MappingNode):
+            stack.extend(
+                (value, (*path, key.value if isinstance(key, yaml.ScalarNode) else str(key)))
+                for key, value in node.value
+            )
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, (*path, i)) for i, item in enumerate(node.value))
+    return error
+
+
+_LONG_INT = re.compile(r"[-+]?\d{%d,}")
+
+
+def _json_loads(text: str, file: str) -> Any:
+    try:
+        return json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
+    except _NumberOutOfRange as exc:
+        raise _at_literal(exc, text, file) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # the int-str conversion limit (a 5,000-digit integer)
+        long = re.compile(_LONG_INT.pattern % (sys.get_int_max_str_digits() + 1)).search(text)
+        if long is None:
+            raise InputError(f"malformed JSON: {exc}", file=file) from None
+        raise _at_literal(_too_many_digits(long.group()), text, file) from None
+
+
 def parse_documents(text: str, file: str) -> list[Document]:
-    """Parse JSON (one value) or YAML (one or more `---` documents); empty documents are dropped."""
+    """Parse JSON (one value) or YAML (one or more `---` documents); empty documents are dropped.
+    A leading byte-order mark is skipped, as kubectl and the YAML spec do."""
+    text = text.removeprefix("\ufeff")
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         try:
-            return [Document(json.loads(text), file, text)]
+            return [Document(_json_loads(text, file), file, text)]
         except RecursionError:
             line, column = _too_deep_at(text)
             raise InputError(
@@ -236,6 +346,7 @@ def _check_yaml_shape(text: str, file: str) -> None:
     sizes: dict[str, int] = {}  # anchor -> values in its expanded subtree
     open_nodes: list[tuple[str | None, int]] = []  # (anchor, `expanded` when it started)
     written = expanded = 0
+    number_error: InputError | None = None  # raised once depth and aliases are known safe
     for event in yaml.parse(text, Loader=_Loader):
         if isinstance(event, yaml.CollectionStartEvent):
             written += 1
@@ -248,6 +359,7 @@ def _check_yaml_shape(text: str, file: str) -> None:
             if anchor is not None:
                 sizes[anchor] = expanded - started + 1
         elif isinstance(event, yaml.ScalarEvent):
+            number_error = number_error or _check_number(event, file)
             written += 1
             expanded += 1
             if event.anchor is not None:
@@ -263,6 +375,33 @@ def _check_yaml_shape(text: str, file: str) -> None:
                     f"(an alias bomb?); write the values out instead",
                     file,
                 )
+    if number_error is not None:
+        raise _with_path(number_error, text)
+
+
+_INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+# YAML 1.1 decimal integers and floats as PyYAML's resolver reads them (underscores allowed)
+_YAML_INT = re.compile(r"[-+]?(?:0|[1-9][0-9_]*)")
+_YAML_FLOAT = re.compile(r"[-+]?(?:[0-9][0-9_]*)?\.[0-9_]*(?:[eE][-+][0-9]+)?")
+
+
+def _check_number(event: yaml.ScalarEvent, file: str) -> InputError | None:
+    """A plain scalar the loader would turn into an integer it cannot convert (a ValueError
+    deep in the constructor) or a float past the float range (inf, silently)."""
+    value = event.value
+    if not (event.implicit[0] or event.tag in (_INT_TAG, _FLOAT_TAG)):
+        return None  # quoted: a string
+    if len(value) > sys.get_int_max_str_digits() and _YAML_INT.fullmatch(value):
+        return _at(event, _too_many_digits(value).message, file)
+    # a float overflows only with an exponent or past 308 digits: most scalars skip the regex
+    if (len(value) > 308 or "e" in value or "E" in value) and _YAML_FLOAT.fullmatch(value):
+        try:
+            _finite_float(value.replace("_", ""))
+        except _NumberOutOfRange as exc:
+            return _at(event, exc.message, file)
+        except ValueError:
+            return None
+    return None
 
 
 def _at(event: yaml.Event, message: str, file: str) -> InputError:
@@ -280,6 +419,40 @@ def _unacceptable_character(exc: yaml.reader.ReaderError, text: str, file: str) 
     return InputError(
         f"malformed YAML: unacceptable {what} ({exc.reason})", file=file, line=line, column=column
     )
+
+
+def first_duplicate_key(doc: Document) -> InputError | None:
+    """The first mapping key written twice in `doc` (YAML keeps the last silently: a second
+    token entry would replace the first without a word)."""
+    doc.locate(())  # composes the node tree once
+    stack: list[tuple[yaml.Node, tuple[PathPart, ...]]] = [(doc._root, ())] if doc._root else []
+    seen_nodes: set[int] = set()
+    found: list[InputError] = []
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            keys: set[str] = set()
+            for key, value in node.value:
+                name = key.value if isinstance(key, yaml.ScalarNode) else str(key)
+                if name in keys:
+                    mark = key.start_mark
+                    found.append(
+                        InputError(
+                            "duplicate key: a second value would silently replace the first",
+                            file=doc.file,
+                            path=(*path, name),
+                            line=mark.line + 1,
+                            column=mark.column + 1,
+                        )
+                    )
+                keys.add(name)
+                stack.append((value, (*path, name)))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, (*path, i)) for i, item in enumerate(node.value))
+    return min(found, key=lambda e: (e.line or 0, e.column or 0)) if found else None
 
 
 def load_documents(path: str | Path) -> list[Document]:

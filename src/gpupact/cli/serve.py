@@ -6,8 +6,11 @@ gpupact serve --context prod --tokens tokens.yaml --contract contract.yaml
 
 from __future__ import annotations
 
+import math
+import socket
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -56,6 +59,8 @@ def serve_command(
         ) from None
     from gpupact.ledger import Ledger
 
+    _check_options(scale=scale, queue_limit=queue_limit, kv_limit=kv_limit)
+    _check_host(host)
     live = context is not None or kubeconfig is not None
     if live == (scenario is not None):
         raise InputError("give a twin scenario directory or --context/--kubeconfig, not both")
@@ -75,7 +80,7 @@ def serve_command(
         sim, scenario_contract = open_twin(scenario, seed, variant)
         terms = terms or scenario_contract  # the scenario's own contract unless one is given
         source = TwinSource(sim, scale=scale, name=str(scenario))
-    ledger = Ledger.open(db)
+    ledger = _open_ledger(Ledger, db)
     state = ServeState(
         source,
         principals,
@@ -92,3 +97,31 @@ def serve_command(
         uvicorn.run(create_app(state), host=host, port=port, log_level="warning")
     finally:
         ledger.close()
+
+
+def _check_options(*, scale: float, queue_limit: float, kv_limit: float) -> None:
+    """Every number the server runs on, before the port is bound: NaN compares false with
+    everything, so a NaN limit would never saturate and a NaN scale would freeze the clock."""
+    for flag, value in (("--scale", scale), ("--queue-limit", queue_limit)):
+        if not math.isfinite(value) or value <= 0:
+            raise InputError(f"{flag}: expected a finite number > 0, got {value}")
+    if not math.isfinite(kv_limit) or not 0 < kv_limit <= 1:
+        raise InputError(f"--kv-limit: expected a fraction in (0, 1], got {kv_limit}")
+
+
+def _check_host(host: str) -> None:
+    try:
+        socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError, ValueError) as err:
+        raise InputError(f"--host: cannot resolve {host!r} ({err})") from None
+
+
+def _open_ledger(ledger_type: Any, db: str) -> Any:
+    """The ledger, or one line saying why `--db` is not one (a text file, a bad URL)."""
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+    try:
+        return ledger_type.open(db)
+    except (SQLAlchemyError, ArgumentError) as err:
+        first = str(getattr(err, "orig", None) or err).splitlines()[0]
+        raise InputError(f"--db: {db}: not a usable ledger database ({first})") from None

@@ -16,15 +16,20 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpupact.errors import FieldError, InputError
-from gpupact.source import load_documents
+from gpupact.source import first_duplicate_key, load_documents
 
 MIN_TOKEN_LENGTH = 16
+_ENTRY_FIELDS = {"name", "token", "tokenSha256", "gpuHourBudget"}
+# a tenant name appears in URL paths and label values: a DNS-1123 label's characters
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?$")
 
 
 @dataclass(frozen=True)
@@ -72,9 +77,20 @@ class Tokens:
 def _entry(item: Any, path: tuple[str | int, ...]) -> tuple[str, str]:
     if not isinstance(item, dict):
         raise FieldError(path, "expected a mapping with name and token (or tokenSha256)")
+    unknown = sorted(set(item) - _ENTRY_FIELDS, key=str)
+    if unknown:
+        raise FieldError(
+            (*path, str(unknown[0])), f"unknown field (expected {', '.join(sorted(_ENTRY_FIELDS))})"
+        )
     name = item.get("name")
     if not isinstance(name, str) or not name:
         raise FieldError((*path, "name"), "expected a non-empty string")
+    if not _NAME.match(name):
+        raise FieldError(
+            (*path, "name"),
+            f"{name!r}: expected lower-case letters, digits, '-', '_' or '.' (at most 63; "
+            "it appears in URL paths, so no '/')",
+        )
     token, hashed = item.get("token"), item.get("tokenSha256")
     if (token is None) == (hashed is None):
         raise FieldError(path, "give exactly one of token and tokenSha256")
@@ -94,9 +110,9 @@ def _entry(item: Any, path: tuple[str | int, ...]) -> tuple[str, str]:
 def parse_tokens(data: Any) -> Tokens:
     if not isinstance(data, dict):
         raise FieldError((), "expected a mapping with `tenants` and `admins`")
-    unknown = set(data) - {"tenants", "admins"}
+    unknown = sorted(set(data) - {"tenants", "admins"}, key=str)  # keys may be of mixed types
     if unknown:
-        raise FieldError((sorted(unknown)[0],), "unknown field (expected tenants, admins)")
+        raise FieldError((str(unknown[0]),), "unknown field (expected tenants, admins)")
     principals: dict[str, Principal] = {}
     for section in ("tenants", "admins"):
         items = data.get(section) or []
@@ -109,10 +125,13 @@ def parse_tokens(data: Any) -> Tokens:
             if section == "admins" and budget is not None:
                 raise FieldError((*path, "gpuHourBudget"), "budgets belong to tenants")
             if budget is not None and (
-                isinstance(budget, bool) or not isinstance(budget, int | float) or budget < 0
+                isinstance(budget, bool)
+                or not isinstance(budget, int | float)
+                or not math.isfinite(budget)
+                or budget < 0
             ):
                 raise FieldError(
-                    (*path, "gpuHourBudget"), f"expected a number >= 0, got {budget!r}"
+                    (*path, "gpuHourBudget"), f"expected a number >= 0 and finite, got {budget!r}"
                 )
             if key in principals:
                 raise FieldError(path, "this token is already given to another entry")
@@ -128,6 +147,9 @@ def load_tokens(path: str | Path) -> Tokens:
     if len(docs) != 1:
         raise InputError(f"expected one document, found {len(docs)}", file=str(path))
     doc = docs[0]
+    duplicate = first_duplicate_key(doc)
+    if duplicate is not None:
+        raise duplicate
     try:
         return parse_tokens(doc.data)
     except FieldError as err:
