@@ -72,7 +72,7 @@ def test_flags_json() -> None:
     data = json.loads(out)
     assert data["service"] == "llama-3.1-70b" and data["model"]["quantization"] == "fp8"
     assert data["memory"]["tensorParallel"] == 2
-    assert data["capacity"]["ttftP95Seconds"] <= 2.0
+    assert data["capacity"]["ttftP99Seconds"] <= 2.0
     assert data["capacity"]["nodes"] == -(-data["capacity"]["gpus"] // 8)
 
 

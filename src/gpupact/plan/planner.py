@@ -9,6 +9,7 @@ from gpupact.errors import InputError
 from gpupact.plan.capacity import Finding, ServicePlan, plan_workload
 from gpupact.plan.from_contract import workload_for_service
 from gpupact.plan.prewarm import PrewarmSchedule, prewarm_schedules
+from gpupact.plan.serving import shares_of
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,9 @@ def plan_service(
         )
     if ttft_slo_s is None and service.ttft_slo is not None:
         ttft_slo_s = service.ttft_slo.total_seconds()
-    return plan_workload(replace(workload, ttft_slo_s=ttft_slo_s))
+    timeslice = int(slowdown) if sharing and sharing.mode == "timeslice" else 1
+    shares = shares_of(contract, service, timeslice)
+    return plan_workload(replace(workload, ttft_slo_s=ttft_slo_s), shares=shares)
 
 
 def plan_contract(
