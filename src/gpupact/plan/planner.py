@@ -45,10 +45,15 @@ class ContractPlan:
 
 
 def plan_service(
-    contract: Contract, service_name: str, *, ttft_slo_s: float | None = None
+    contract: Contract,
+    service_name: str,
+    *,
+    ttft_slo_s: float | None = None,
+    rate: float | None = None,
 ) -> ServicePlan:
     """The plan of one service of a linked contract, checked against `ttft_slo_s` when given,
-    else against the service's own `ttftSlo`."""
+    else against the service's own `ttftSlo`; at `rate` requests/s when given, else at the
+    service's concurrency."""
     service = next((s for s in contract.services if s.name == service_name), None)
     if service is None:
         known = ", ".join(s.name for s in contract.services) or "none"
@@ -65,6 +70,8 @@ def plan_service(
         ttft_slo_s = service.ttft_slo.total_seconds()
     timeslice = int(slowdown) if sharing and sharing.mode == "timeslice" else 1
     shares = shares_of(contract, service, timeslice)
+    if rate is not None:
+        workload = replace(workload, rate=rate, concurrency=None)
     return plan_workload(replace(workload, ttft_slo_s=ttft_slo_s), shares=shares)
 
 

@@ -14,7 +14,7 @@ from gpupact.plan.planner import ContractPlan
 def _round(value: float | None, digits: int = 3) -> float | None:
     if value is None or not math.isfinite(value):
         return None
-    return round(value, digits)
+    return round(float(value), digits)  # numpy scalars are not YAML
 
 
 def notes(plan: ServicePlan) -> list[str]:
