@@ -158,7 +158,7 @@ def test_cs_agent_deployment():
     resources = spec["containers"][0]["resources"]
     assert resources["requests"] == resources["limits"] == {"nvidia.com/gpu": "1"}
     hpa = find(bundle, "HorizontalPodAutoscaler", "cs-agent")["spec"]
-    assert (hpa["minReplicas"], hpa["maxReplicas"]) == (4, 8)
+    assert (hpa["minReplicas"], hpa["maxReplicas"]) == (4, 12)
     assert hpa["metrics"][0]["pods"]["target"]["averageValue"] == "50"  # 200 / 4
     assert hpa["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 360  # coldStart 6m
     pdb = find(bundle, "PodDisruptionBudget", "cs-agent")["spec"]

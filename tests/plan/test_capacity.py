@@ -16,7 +16,6 @@ from gpupact.plan.capacity import (
     MODEL_LOAD_BYTES_PER_S,
     plan_workload,
     smallest,
-    wait_quantile,
 )
 from gpupact.plan.planner import plan_contract, plan_service
 from gpupact.plan.prewarm import PrewarmSchedule
@@ -101,11 +100,22 @@ def test_a_tight_ttft_slo_raises_tensor_parallelism() -> None:
 
 def test_replicas_by_hand() -> None:
     plan = plan_workload(workload("llama-3.1-8b", concurrency=1000, headroom=20))
-    seqs = plan.replica.sequences
-    assert plan.replicas_by["kv"] == math.ceil(1000 / (seqs * 0.8))
+    curve = plan.serving.curve
+    per_replica = curve.capacity(None) * 0.8  # no SLO: 80% of the top of the curve
+    in_flight = per_replica * curve.at(per_replica).e2e_mean_s  # Little
+    assert plan.replicas_by == {"throughput": math.ceil(1000 / in_flight)}
     assert plan.replicas == max(plan.replicas_by.values())
     assert plan.gpus == plan.replicas * plan.tp
     assert plan.nodes == math.ceil(plan.gpus / 8)
+    # the planned load per replica stays within 80% of what one replica carries
+    assert plan.load.rate <= per_replica * (1 + 1e-6)
+
+
+def test_a_rate_target_divides_by_the_slo_rate() -> None:
+    plan = plan_workload(workload("llama-3.1-8b", concurrency=None, rate=40.0, ttft_slo_s=0.3))
+    per_replica = plan.serving.curve.capacity(0.3) * 0.8
+    assert plan.replicas == math.ceil(40.0 / per_replica)
+    assert plan.load.ttft_p99_s <= 0.3
 
 
 def test_nodes_never_split_a_replica() -> None:
@@ -119,31 +129,24 @@ def test_more_context_fewer_sequences_and_fp8_fewer_gpus() -> None:
     a = plan_workload(workload("llama-3.1-8b", input_tokens=short))
     b = plan_workload(workload("llama-3.1-8b", input_tokens=long))
     assert b.replica.sequences < a.replica.sequences
+    assert b.serving.curve.saturation < a.serving.curve.saturation
     fp16 = plan_workload(workload(concurrency=400))
     fp8 = plan_workload(workload(concurrency=400, quantization=FP8))
     assert fp8.gpus < fp16.gpus
 
 
 def test_headroom_adds_replicas() -> None:
-    none = plan_workload(workload("llama-3.1-8b", concurrency=2000, headroom=0))
-    half = plan_workload(workload("llama-3.1-8b", concurrency=2000, headroom=50))
-    assert half.replicas_by["kv"] == pytest.approx(2 * none.replicas_by["kv"], abs=1)
+    none = plan_workload(workload("llama-3.1-8b", concurrency=None, rate=100.0, headroom=0))
+    half = plan_workload(workload("llama-3.1-8b", concurrency=None, rate=100.0, headroom=50))
+    assert half.replicas == pytest.approx(2 * none.replicas, abs=1)
 
 
 def test_ttft_under_load_meets_the_slo_it_was_sized_for() -> None:
     plan = plan_workload(workload("llama-3.1-8b", concurrency=3000, ttft_slo_s=0.5))
-    assert plan.ok and plan.ttft_p95_s <= 0.5
+    assert plan.ok and plan.load.ttft_p99_s <= 0.5
     fewer = replace(plan.workload, ttft_slo_s=None)
     unsized = plan_workload(fewer)
-    assert unsized.replicas <= plan.replicas and unsized.ttft_p95_s >= plan.ttft_p95_s
-
-
-def test_mm1_wait() -> None:
-    assert wait_quantile(0.0, 10.0, 0.95) == 0.0
-    assert wait_quantile(10.0, 10.0, 0.95) == math.inf
-    assert wait_quantile(0.4, 10.0, 0.95) == 0.0  # rho 4% < 5%: most requests never wait
-    # rho 0.8: P(W > t) = 0.8 exp(-2t) = 0.05 -> t = ln(16) / 2
-    assert wait_quantile(8.0, 10.0, 0.95) == pytest.approx(math.log(16) / 2)
+    assert unsized.replicas <= plan.replicas and unsized.load.ttft_p99_s >= plan.load.ttft_p99_s
 
 
 def test_smallest_is_a_search() -> None:

@@ -54,15 +54,15 @@ def test_acme_json_and_yaml() -> None:
 
 
 def test_a_slo_the_contract_cannot_meet_is_exit_1() -> None:
-    # cs-agent's p95 prompt (6000 tokens) alone takes ~1.2s to prefill on one A100; the 70B
-    # service meets 1s only with far more replicas than its replicas.max
+    # cs-agent's p95 prompt (6000 tokens) alone takes ~1.2s to prefill on one A100, and the
+    # 70B service's p99 prompt (~9k tokens) ~2s on four: no replica count meets 1s
     code, out, _ = run(ACME, "--ttft-slo", "1s", "-o", "json")
     data = json.loads(out)
     assert code == 1 and not data["ok"]
     found = {(f["subject"], f["code"]) for f in data["findings"]}
     assert ("service/cs-agent", "ttft-slo") in found
-    assert ("service/llm-70b-tp4", "replicas-max") in found
-    code, _, _ = run(ACME, "--ttft-slo", "5s")
+    assert ("service/llm-70b-tp4", "ttft-slo") in found
+    code, _, _ = run(ACME, "--ttft-slo", "10s")
     assert code == 0
 
 
@@ -72,7 +72,7 @@ def test_flags_json() -> None:
     data = json.loads(out)
     assert data["service"] == "llama-3.1-70b" and data["model"]["quantization"] == "fp8"
     assert data["memory"]["tensorParallel"] == 2
-    assert data["capacity"]["ttftP95Seconds"] <= 2.0
+    assert data["capacity"]["ttftP99Seconds"] <= 2.0
     assert data["capacity"]["nodes"] == -(-data["capacity"]["gpus"] // 8)
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from gpupact.twin.hpa import HpaController, metric_total
 from gpupact.twin.metric_delay import MetricPipeline, QueueSample, queue_counts
-from gpupact.twin.serving import ServiceQueue
+from gpupact.plan.engine_load import LatencyCurve, LoadPoint
+from gpupact.twin.serving import EngineQueue
 from gpupact.twin.world import HpaSpec
 
 
@@ -68,9 +69,10 @@ def test_pipeline_holds_the_last_sample_between_sparse_ticks() -> None:
     assert pipe.visible(90.0).running == 9.0
 
 
-def test_queue_counts_of_the_fluid_queue() -> None:
-    queue = ServiceQueue(max_sequences=4, service_time_s=2.0)
-    queue.step(rps=10.0, replicas=1, dt=10.0)  # demand 20 sequences on 4 slots
+def test_queue_counts_of_the_engine_queue() -> None:
+    top = LoadPoint(2.0, 0.5, 1.0, 0.02, 0.03, 8.0, 16.0, 1.0, 0.9, 2.0, 0)
+    queue = EngineQueue(LatencyCurve(2.0 / 0.98, (top,)))
+    queue.step(rps=10.0, replicas=1, dt=10.0)  # 2 req/s served, 80 requests pile up
     running, waiting = queue_counts(queue)
-    assert running == 4.0
-    assert waiting == queue.backlog > 0
+    assert running == 16.0  # the batch: what vllm:num_requests_running counts
+    assert waiting == queue.backlog + 1.0 == 81.0

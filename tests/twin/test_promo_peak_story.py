@@ -3,15 +3,14 @@ the peak, the single pool loses it. Relations only: the serving model's numbers 
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gpupact.contract.loader import load_contract
-from gpupact.plan.planner import plan_contract
-from gpupact.plan.report import contract_dict
+from gpupact.plan.planner import plan_service
+from gpupact.plan.report import service_dict
 from gpupact.twin.run import load_all, simulate
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "promo-peak"
@@ -29,17 +28,9 @@ def _peak_rate(variant: str) -> float:
 
 
 def _plan_at(variant: str, rate: float) -> dict[str, Any]:
-    """Plan's replicas for the service at `rate` requests per second (in flight: rate x plan's
-    own service time, Little's law)."""
+    """Plan's sizing of the service at `rate` requests per second."""
     contract = load_contract(EXAMPLE / variant / "contract.yaml").contract
-    first = contract_dict(plan_contract(contract))["services"][0]
-    in_flight = math.ceil(rate * first["replica"]["serviceTimeSeconds"])
-    services = [
-        s.model_copy(update={"concurrency": in_flight}) if s.name == SERVICE else s
-        for s in contract.services
-    ]
-    at_rate = contract.model_copy(update={"services": services})
-    return contract_dict(plan_contract(at_rate))["services"][0]
+    return service_dict(plan_service(contract, SERVICE, rate=rate))
 
 
 def test_the_contract_holds_what_plan_asks_for_at_the_peak() -> None:

@@ -123,7 +123,8 @@ def test_report_values_are_the_summary(results: list[dict[str, Any]], report: Pa
     assert html.count("Cost to batch") == len(results)
     # the peaked variant is zoomed; the flat one (its window is the whole run) is not
     assert html.count("<figcaption>Peak zoom — latency") == 1
-    assert "TPOT over time" not in html  # the serving model records no TPOT yet
+    # the engine records TPOT per tick: one TPOT chart per variant
+    assert html.count("<figcaption>TPOT over time — chat") == len(results)
 
 
 def test_log_axes_carry_readable_ticks(report: Path) -> None:

@@ -7,6 +7,8 @@ bad input.
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from typing import Any
 
 import typer
@@ -53,7 +55,10 @@ def plan_command(
     concurrency: int | None = typer.Option(
         None, "--concurrency", min=1, help="Requests in flight at the target load."
     ),
-    ttft_slo: str | None = typer.Option(None, "--ttft-slo", help="TTFT SLO at p95, e.g. 2s."),
+    rate: float | None = typer.Option(
+        None, "--rate", help="Requests per second at the target load (or --concurrency)."
+    ),
+    ttft_slo: str | None = typer.Option(None, "--ttft-slo", help="TTFT SLO at p99, e.g. 2s."),
     input_p50: int | None = typer.Option(None, "--input-p50", min=1, help="Prompt tokens, median."),
     input_p95: int | None = typer.Option(
         None, "--input-p95", min=1, help="Prompt tokens, 95th percentile."
@@ -125,6 +130,12 @@ def plan_command(
             gpus_per_node=gpus_per_node,
             cold_start=_cold_start(cold_start) if cold_start else None,
         )
+        if rate is not None:
+            if concurrency is not None:
+                raise InputError("--rate and --concurrency: give one target load")
+            if not (math.isfinite(rate) and rate > 0):
+                raise InputError(f"--rate: expected a positive number of requests/s, got {rate}")
+            workload = replace(workload, rate=rate)
         data = {"services": [service_dict(plan_workload(workload))]}
         ok = data["services"][0]["ok"]
     if output is Output.text:
@@ -246,9 +257,15 @@ def _render_text(data: dict[str, Any]) -> None:
         stdout.print(f"plan {escape(data['contract'])}: {verdict}", highlight=False)
 
 
+def _load(cap: dict[str, Any]) -> str:
+    if cap["concurrency"] is not None:
+        return f"concurrency {cap['concurrency']} ({cap['rate']:g} req/s)"
+    return f"{cap['rate']:g} req/s"
+
+
 def _summary(data: dict[str, Any]) -> None:
     table = Table(title=f"plan {data['contract']}", title_justify="left", show_edge=False)
-    for col in ("SERVICE", "TP", "SEQS", "REPLICAS", "GPUS", "NODES", "TTFT p95", "LEAD", ""):
+    for col in ("SERVICE", "TP", "SEQS", "REPLICAS", "GPUS", "NODES", "TTFT p99", "LEAD", ""):
         table.add_column(col, no_wrap=True)
     for s in data["services"]:
         cap = s["capacity"]
@@ -259,7 +276,7 @@ def _summary(data: dict[str, Any]) -> None:
             "-" if cap["replicas"] is None else str(cap["replicas"]),
             "-" if cap["gpus"] is None else str(cap["gpus"]),
             "-" if cap["nodes"] is None else str(cap["nodes"]),
-            _s(cap["ttftP95Seconds"]),
+            _s(cap["ttftP99Seconds"]),
             _duration(s["prewarm"]["leadSeconds"]),
             "[green]ok[/]" if s["ok"] else "[red]finding[/]",
         )
@@ -317,12 +334,25 @@ def _service(s: dict[str, Any]) -> None:
         lines += [
             (
                 "replicas",
-                f"{cap['replicas']} for concurrency {cap['concurrency']} with "
+                f"{cap['replicas']} for {_load(cap)} with "
                 f"{cap['headroomPercent']}% headroom (needs: {needs})",
             ),
             ("GPUs, nodes", f"{cap['gpus']} GPUs on {cap['nodes']} node(s)"),
-            ("TTFT", f"p50 {_s(cap['ttftP50Seconds'])}, p95 {_s(cap['ttftP95Seconds'])}{slo}"),
+            ("TTFT", f"p50 {_s(cap['ttftP50Seconds'])}, p99 {_s(cap['ttftP99Seconds'])}{slo}"),
+            ("TPOT", f"p50 {_s(cap['tpotP50Seconds'])}, p99 {_s(cap['tpotP99Seconds'])}"),
         ]
+    eng = s["engine"]
+    if eng["saturationRate"] is not None:
+        within = f", {eng['sloRate']:g} within the SLO" if cap["ttftSloSeconds"] else ""
+        lines.append(
+            (
+                "engine",
+                f"one replica saturates at {eng['saturationRate']:g} req/s{within} "
+                f"(max_num_seqs {eng['maxNumSeqs']}, {eng['maxNumBatchedTokens']} tokens a "
+                f"step); idle TTFT {_s(eng['idleTtftP50Seconds'])}, "
+                f"TPOT {_s(eng['idleTpotP50Seconds'])}",
+            )
+        )
     phases = ", ".join(f"{k} {_duration(v)}" for k, v in pre["phasesSeconds"].items() if v)
     estimated = " (model load estimated)" if pre["modelLoadEstimated"] else ""
     lines.append(

@@ -1,17 +1,12 @@
 """Replicas, GPUs and nodes for a target concurrency, the TTFT under that load, and the
 pre-warm lead time of a peak.
 
-Replicas are the most of three needs, each keeping the class's headroom free (the share of
-capacity `check` and the compiled HPA keep: load <= capacity x (100 - headroom)%):
-- KV cache:  concurrency <= replicas x sequences per replica x (1 - headroom);
-- prefill:   requests arriving per second (Little's law: concurrency / mean request time) x
-             the mean prompt's prefill time <= replicas x (1 - headroom). Decode is not a
-             separate need: a decoding replica streams its weights every step however small
-             its batch, so its cost is paid in TPOT (and in the request time above), and the
-             KV need already bounds the batch;
-- TTFT SLO:  the p95 prompt's prefill plus the p95 wait behind other prompts <= the SLO.
-The wait is M/M/1's (Poisson arrivals at each replica's prefill, exponential prefill times):
-P(wait > t) = rho x exp(-(mu - lambda) t).
+Replicas from the replica's latency curve (`plan.engine_load`: the step-level engine under
+Poisson load, the same curve the twin reads): one replica may carry (100 - headroom)% of the
+highest rate at which its TTFT P99 meets the SLO (the share of capacity `check` and the
+compiled HPA keep free), or of its saturation rate when there is no SLO. KV cache,
+`max_num_seqs`, prefill-decode interference and queueing for a batch slot are all inside the
+curve. A target concurrency becomes a rate by Little's law at that operating point.
 
 Pre-warm: nodes for a peak must be asked for `lead` before it — the pool's cold-start phases
 (provision, driver, device plugin, image pull, model load), with the model load estimated from
@@ -25,8 +20,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from gpupact.plan.engine_load import LatencyCurve, LoadPoint
 from gpupact.plan.replica import ReplicaEstimate, choose_tp, estimate_replica, tp_candidates
-from gpupact.plan.serving import ReplicaProfile, profile_of
+from gpupact.plan.serving import ReplicaServing, serving_of
 from gpupact.plan.workload import Workload
 
 # Model load when the pool does not say: weights streamed from object storage or a cache at
@@ -59,12 +55,13 @@ class Prewarm:
 @dataclass(frozen=True)
 class ServicePlan:
     workload: Workload
-    replica: ReplicaEstimate  # at the planned tensor-parallel size
+    replica: ReplicaEstimate  # memory at the planned tensor-parallel size
+    serving: ReplicaServing  # the replica as an engine, and its latency curve
     min_tp: int | None  # smallest size that holds the model, None: none within a node
-    replicas: int | None  # None without a target concurrency
-    replicas_by: dict[str, int]  # the need behind each count: kv, prefill, ttft
-    ttft_p50_s: float | None  # under the planned load (None without one)
-    ttft_p95_s: float | None
+    replicas: int | None  # None without a target load
+    replicas_by: dict[str, int]  # the need behind the count: ttft or throughput
+    rate: float | None  # requests per second of the whole service at the target load
+    load: LoadPoint | None  # one replica's latencies at the planned load
     prewarm: Prewarm
     findings: tuple[Finding, ...]
 
@@ -88,66 +85,59 @@ class ServicePlan:
         return -(-self.replicas // self.replicas_per_node)
 
     @property
-    def profile(self) -> ReplicaProfile:
-        return profile_of(self.replica)
+    def capacity_rate(self) -> float | None:
+        """Requests per second one replica serves within the TTFT SLO (before headroom)."""
+        curve = self.serving.curve
+        return None if curve is None else curve.capacity(self.workload.ttft_slo_s)
 
     @property
     def ok(self) -> bool:
         return not self.findings
 
 
-def _arrival_rate(workload: Workload, replica: ReplicaEstimate) -> float:
-    """Requests per second at the target concurrency (Little's law)."""
-    profile = profile_of(replica)
-    return (workload.concurrency or 0) / profile.service_time_s()
-
-
-def wait_quantile(arrivals: float, service_rate: float, q: float) -> float:
-    """The q-quantile of M/M/1's queueing wait (inf when the queue is unstable)."""
-    if arrivals <= 0:
-        return 0.0
-    if arrivals >= service_rate:
-        return math.inf
-    rho = arrivals / service_rate
-    tail = 1 - q
-    return 0.0 if rho <= tail else math.log(rho / tail) / (service_rate - arrivals)
-
-
-def ttft_quantile(replica: ReplicaEstimate, arrivals_per_replica: float, q: float) -> float:
-    prefill = replica.prefill_p95_s if q >= 0.95 else replica.prefill_p50_s
-    service_rate = replica.prefill_tokens_per_s / replica.mean_input
-    return prefill + wait_quantile(arrivals_per_replica, service_rate, q)
-
-
 def _replicas_needed(
-    workload: Workload, replica: ReplicaEstimate
-) -> tuple[dict[str, int], list[Finding]]:
-    needs: dict[str, int] = {}
-    findings: list[Finding] = []
-    concurrency = workload.concurrency or 0
-    free = 100 - workload.headroom  # per cent of capacity the load may use
+    workload: Workload, curve: LatencyCurve
+) -> tuple[dict[str, int], float, list[Finding]]:
+    """(need behind the count, total request rate, findings). The load per replica may use
+    (100 - headroom)% of the rate at which it still meets the TTFT SLO (P99), or of its
+    saturation rate without an SLO. A target concurrency becomes a rate by Little's law at
+    that operating point (in flight = rate x time in the system)."""
+    free = (100 - workload.headroom) / 100
     if free <= 0:
-        return {}, [Finding("headroom", "headroom 100% leaves no capacity to plan with")]
-    needs["kv"] = -(-concurrency * 100 // (max(1, replica.sequences) * free))
-    arrivals = _arrival_rate(workload, replica)
-    busy = arrivals * replica.mean_input / replica.prefill_tokens_per_s  # replicas prefilling
-    needs["prefill"] = max(1, math.ceil(busy * 100 / free - 1e-9))
+        return {}, 0.0, [Finding("headroom", "headroom 100% leaves no capacity to plan with")]
     slo = workload.ttft_slo_s
-    if slo is not None:
-        if replica.prefill_p95_s > slo:
-            findings.append(
-                Finding(
-                    "ttft-slo",
-                    f"the p95 prompt ({workload.input.p95} tokens) alone takes "
-                    f"{replica.prefill_p95_s:.2f}s to prefill at TP {replica.tp}, over the "
-                    f"TTFT SLO of {slo:g}s: raise tensor parallelism, use a faster GPU or "
-                    f"shorten prompts",
-                )
+    limit = curve.capacity(slo)
+    if limit <= 0:
+        idle = curve.points[0]
+        return {}, 0.0, [
+            Finding(
+                "ttft-slo",
+                f"even a nearly idle replica has a TTFT P99 of {idle.ttft_p99_s:.2f}s, over "
+                f"the TTFT SLO of {slo:g}s: raise tensor parallelism, use a faster GPU or "
+                f"shorten prompts",
             )
-        else:
-            meets = lambda r: ttft_quantile(replica, arrivals / r, 0.95) <= slo  # noqa: E731
-            needs["ttft"] = smallest(max(needs.values()), meets)
-    return needs, findings
+        ]
+    per_replica = limit * free
+    why = "ttft" if slo is not None and limit < curve.top.rate else "throughput"
+    rate = workload.rate
+    if rate is None:
+        in_flight = per_replica * curve.at(per_replica).e2e_mean_s  # Little
+        count = math.ceil((workload.concurrency or 0) / in_flight - 1e-9)
+        count = max(1, count)
+        rate = _rate_for_concurrency(curve, (workload.concurrency or 0) / count) * count
+    else:
+        count = max(1, math.ceil(rate / per_replica - 1e-9))
+    return {why: count}, rate, []
+
+
+def _rate_for_concurrency(curve: LatencyCurve, in_flight: float) -> float:
+    """The per-replica rate at which `in_flight` requests are in the system (bisection on
+    rate x e2e, which grows with the rate)."""
+    lo, hi = 0.0, curve.top.rate
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if mid * curve.at(mid).e2e_mean_s < in_flight else (lo, mid)
+    return lo
 
 
 def smallest(start: int, ok: Callable[[int], bool]) -> int:
@@ -223,23 +213,29 @@ def _fit_findings(
     return out
 
 
-def plan_workload(workload: Workload) -> ServicePlan:
+def plan_workload(
+    workload: Workload, *, shares: tuple[float, float] | None = None
+) -> ServicePlan:
+    """The plan of one workload; `shares` = (compute, bandwidth) share of each device (MIG,
+    time-slicing), default 1 / workload.slowdown for both."""
     tp, min_tp = choose_tp(workload)
     replica = estimate_replica(workload, tp)
     findings = _fit_findings(workload, replica, min_tp)
+    compute, bandwidth = shares or (None, None)
+    serving = serving_of(workload, tp, compute_share=compute, bandwidth_share=bandwidth)
     replicas: int | None = None
     needs: dict[str, int] = {}
-    ttft50 = ttft95 = None
-    if workload.concurrency is not None and replica.fits:
-        needs, more = _replicas_needed(workload, replica)
+    load: LoadPoint | None = None
+    rate: float | None = None
+    wants_load = workload.concurrency is not None or workload.rate
+    if wants_load and replica.fits and serving.curve is not None:
+        needs, rate, more = _replicas_needed(workload, serving.curve)
         findings += more
         if needs:
             replicas = max(1, *needs.values())
-            arrivals = _arrival_rate(workload, replica) / replicas
-            ttft50 = ttft_quantile(replica, arrivals, 0.5)
-            ttft95 = ttft_quantile(replica, arrivals, 0.95)
+            load = serving.curve.at(rate / replicas)
     plan = ServicePlan(
-        workload, replica, min_tp, replicas, needs, ttft50, ttft95,
+        workload, replica, serving, min_tp, replicas, needs, rate, load,
         prewarm_of(workload, replica), tuple(findings),
     )  # fmt: skip
     return _with_limits(plan)

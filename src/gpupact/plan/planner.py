@@ -9,6 +9,7 @@ from gpupact.errors import InputError
 from gpupact.plan.capacity import Finding, ServicePlan, plan_workload
 from gpupact.plan.from_contract import workload_for_service
 from gpupact.plan.prewarm import PrewarmSchedule, prewarm_schedules
+from gpupact.plan.serving import shares_of
 
 
 @dataclass(frozen=True)
@@ -44,10 +45,15 @@ class ContractPlan:
 
 
 def plan_service(
-    contract: Contract, service_name: str, *, ttft_slo_s: float | None = None
+    contract: Contract,
+    service_name: str,
+    *,
+    ttft_slo_s: float | None = None,
+    rate: float | None = None,
 ) -> ServicePlan:
     """The plan of one service of a linked contract, checked against `ttft_slo_s` when given,
-    else against the service's own `ttftSlo`."""
+    else against the service's own `ttftSlo`; at `rate` requests/s when given, else at the
+    service's concurrency."""
     service = next((s for s in contract.services if s.name == service_name), None)
     if service is None:
         known = ", ".join(s.name for s in contract.services) or "none"
@@ -62,7 +68,11 @@ def plan_service(
         )
     if ttft_slo_s is None and service.ttft_slo is not None:
         ttft_slo_s = service.ttft_slo.total_seconds()
-    return plan_workload(replace(workload, ttft_slo_s=ttft_slo_s))
+    timeslice = int(slowdown) if sharing and sharing.mode == "timeslice" else 1
+    shares = shares_of(contract, service, timeslice)
+    if rate is not None:
+        workload = replace(workload, rate=rate, concurrency=None)
+    return plan_workload(replace(workload, ttft_slo_s=ttft_slo_s), shares=shares)
 
 
 def plan_contract(

@@ -14,7 +14,7 @@ from gpupact.plan.planner import ContractPlan
 def _round(value: float | None, digits: int = 3) -> float | None:
     if value is None or not math.isfinite(value):
         return None
-    return round(value, digits)
+    return round(float(value), digits)  # numpy scalars are not YAML
 
 
 def notes(plan: ServicePlan) -> list[str]:
@@ -86,8 +86,8 @@ def service_dict(plan: ServicePlan) -> dict[str, Any]:
             "tpotSeconds": _round(r.tpot_s, 4),
             "prefillP50Seconds": _round(r.prefill_p50_s),
             "prefillP95Seconds": _round(r.prefill_p95_s),
-            "serviceTimeSeconds": _round(plan.profile.service_time_s()),
         },
+        "engine": _engine(plan),
         "capacity": {
             "concurrency": w.concurrency,
             "headroomPercent": w.headroom,
@@ -97,8 +97,12 @@ def service_dict(plan: ServicePlan) -> dict[str, Any]:
             "maxReplicas": w.max_replicas,
             "gpus": plan.gpus,
             "nodes": plan.nodes,
-            "ttftP50Seconds": _round(plan.ttft_p50_s),
-            "ttftP95Seconds": _round(plan.ttft_p95_s),
+            "rate": _round(plan.rate),
+            "ratePerReplica": _round(plan.load.rate if plan.load else None),
+            "ttftP50Seconds": _round(plan.load.ttft_p50_s if plan.load else None),
+            "ttftP99Seconds": _round(plan.load.ttft_p99_s if plan.load else None),
+            "tpotP50Seconds": _round(plan.load.tpot_p50_s if plan.load else None, 4),
+            "tpotP99Seconds": _round(plan.load.tpot_p99_s if plan.load else None, 4),
         },
         "prewarm": {
             "phasesSeconds": {name: _round(s, 1) for name, s in plan.prewarm.phases},
@@ -109,6 +113,29 @@ def service_dict(plan: ServicePlan) -> dict[str, Any]:
         "assumptions": notes(plan),
         "findings": [{"code": f.code, "message": f.message} for f in plan.findings],
     }
+
+
+def _engine(plan: ServicePlan) -> dict[str, Any]:
+    """The replica as an engine: its limits, and what its latency curve says."""
+    spec, curve = plan.serving.spec, plan.serving.curve
+    out: dict[str, Any] = {
+        "maxNumSeqs": spec.max_num_seqs,
+        "maxNumBatchedTokens": spec.max_num_batched_tokens,
+        "kvTokens": spec.kv_tokens,
+        "computeShare": spec.compute_share,
+        "bandwidthShare": spec.bandwidth_share,
+        "saturationRate": None,
+        "sloRate": None,
+    }
+    if curve is not None:
+        idle = curve.points[0]
+        out.update(
+            saturationRate=_round(curve.saturation),
+            sloRate=_round(plan.capacity_rate),
+            idleTtftP50Seconds=_round(idle.ttft_p50_s),
+            idleTpotP50Seconds=_round(idle.tpot_p50_s, 4),
+        )
+    return out
 
 
 def contract_dict(plan: ContractPlan) -> dict[str, Any]:

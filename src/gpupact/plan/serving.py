@@ -1,7 +1,14 @@
-"""What one replica of a service offers a serving simulation (the twin's latency model).
+"""What one replica of a contract's service offers the twin: its engine and latency curve.
 
-The numbers come from the same memory and latency functions `gpupact plan` prints
-(`replica.estimate_replica`), at the service's declared tensor-parallel size.
+The same engine (`plan.engine`), step-level scheduler (`plan.batching`) and latency curve
+(`plan.engine_load`) that `gpupact plan` sizes with, at the service's declared tensor-parallel
+size, so the twin and the plan agree on what a replica serves.
+
+A shared GPU keeps a share of the device: a time-sliced one 1/k of the SMs and of the memory
+bandwidth (k replicas take turns), a MIG slice its compute slices of 7 and its memory slices
+of 8 (NVIDIA MIG user guide, "Supported MIG Profiles": A100/H100 1g.10gb has 1 of 7 compute
+and 1 of 8 memory slices, 2g 2/8, 3g and 4g 4/8, 7g 8/8; the bandwidth follows the memory
+slices), so the slow-down comes out of the step formula rather than a fixed divisor.
 """
 
 from __future__ import annotations
@@ -9,48 +16,54 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpupact.contract.schema import Contract, Service
+from gpupact.plan.engine import EngineSpec
+from gpupact.plan.engine_load import LatencyCurve, engine_spec, latency_curve
 from gpupact.plan.from_contract import workload_for_service
-from gpupact.plan.replica import ReplicaEstimate, estimate_replica
+from gpupact.plan.workload import TokenStats, Workload
+
+MIG_COMPUTE_SLICES = 7
+MIG_MEMORY_SLICES = {1: 1, 2: 2, 3: 4, 4: 4, 7: 8}  # of 8, by compute slices
 
 
 @dataclass(frozen=True)
-class ReplicaProfile:
-    max_sequences: int  # concurrent sequences one replica holds (KV-cache bound, >= 1)
-    prefill_tokens_per_s: float  # prompt tokens per second one replica prefills
-    decode_tokens_per_s: float  # output tokens per second per sequence at a full batch
-    mean_input_tokens: float
-    mean_output_tokens: float
-
-    def service_time_s(self) -> float:
-        """Mean seconds a request holds a sequence slot: its prefill, then its decode."""
-        return (
-            self.mean_input_tokens / self.prefill_tokens_per_s
-            + self.mean_output_tokens / self.decode_tokens_per_s
-        )
-
-    def ttft_s(self, queue_wait_s: float, input_tokens: float | None = None) -> float:
-        """Time to first token: the wait for a slot, then the prompt's prefill."""
-        tokens = self.mean_input_tokens if input_tokens is None else input_tokens
-        return queue_wait_s + tokens / self.prefill_tokens_per_s
+class ReplicaServing:
+    spec: EngineSpec
+    curve: LatencyCurve | None  # None: not one request fits, the replica serves nothing
+    input: TokenStats
+    output: TokenStats
+    context: int
 
 
-def profile_of(estimate: ReplicaEstimate) -> ReplicaProfile:
-    return ReplicaProfile(
-        max_sequences=max(1, estimate.sequences),
-        prefill_tokens_per_s=estimate.prefill_tokens_per_s,
-        decode_tokens_per_s=estimate.decode_tokens_per_s,
-        mean_input_tokens=estimate.mean_input,
-        mean_output_tokens=estimate.mean_output,
+def serving_of(
+    workload: Workload,
+    tp: int,
+    *,
+    compute_share: float | None = None,
+    bandwidth_share: float | None = None,
+) -> ReplicaServing:
+    spec = engine_spec(workload, tp, compute_share=compute_share, bandwidth_share=bandwidth_share)
+    curve = None
+    if spec.kv_tokens >= min(workload.context, workload.input.p50 + workload.output.p50):
+        curve = latency_curve(spec, workload.input, workload.output, workload.context)
+    return ReplicaServing(spec, curve, workload.input, workload.output, workload.context)
+
+
+def shares_of(contract: Contract, service: Service, timeslice: int = 1) -> tuple[float, float]:
+    """(compute share, bandwidth share) of the device one replica's GPU gets."""
+    pool = contract.pool(service.pool) if service.pool else None
+    if pool is not None and pool.sharing.mode == "mig":
+        slices = int((pool.sharing.profile or "7g").split("g", 1)[0])
+        memory = MIG_MEMORY_SLICES.get(slices, slices)
+        return slices / MIG_COMPUTE_SLICES, memory / 8
+    return 1.0 / timeslice, 1.0 / timeslice
+
+
+def replica_serving(contract: Contract, service: Service, *, timeslice: int = 1) -> ReplicaServing:
+    """One replica of `service` (from a linked contract) at its declared tensor parallelism,
+    on a device time-sliced `timeslice` ways. A service without a model gets the documented
+    default model (see `from_contract`), not an error."""
+    workload = workload_for_service(contract, service)
+    compute, bandwidth = shares_of(contract, service, timeslice)
+    return serving_of(
+        workload, service.tensor_parallel, compute_share=compute, bandwidth_share=bandwidth
     )
-
-
-def replica_profile(
-    contract: Contract, service: Service, *, slowdown: float = 1.0
-) -> ReplicaProfile:
-    """One replica of `service` (from a linked contract) at its declared tensor parallelism.
-
-    `slowdown` > 1 models a time-sliced GPU: compute and bandwidth divided by it. A service
-    without a model gets the documented default model (see `from_contract`), not an error;
-    a model that does not fit still yields one sequence (the plan reports the misfit)."""
-    workload = workload_for_service(contract, service, slowdown)
-    return profile_of(estimate_replica(workload, service.tensor_parallel))

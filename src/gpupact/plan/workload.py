@@ -58,6 +58,7 @@ class Workload:
     input: TokenStats
     output: TokenStats
     concurrency: int | None = None  # requests in flight at the target load
+    rate: float | None = None  # or requests per second at the target load
     ttft_slo_s: float | None = None
     headroom: int = 0  # per cent of capacity kept free
     tensor_parallel: int | None = None  # as declared; None: the plan picks the smallest

@@ -36,7 +36,7 @@ from gpupact.engine.admission.cycle import CycleResult
 from gpupact.engine.gang import PodGroup
 from gpupact.engine.placement.scheduler import Profile, Scheduler
 from gpupact.kube.resources_fit import DEFAULT_RESOURCES, ResourceSpec
-from gpupact.plan.serving import replica_profile
+from gpupact.plan.serving import replica_serving
 from gpupact.twin.autoscaler import Autoscaler
 from gpupact.twin.control import ControlPlane, PodRecord, Preemption
 from gpupact.twin.cron import fire_times
@@ -44,7 +44,7 @@ from gpupact.twin.hpa import HpaController, metric_total
 from gpupact.twin.metric_delay import MetricPipeline, QueueSample, queue_counts
 from gpupact.twin.metrics import PendingSample, Recorder, Usage, finite, summarize
 from gpupact.twin.scenario import FaultKind, LoadedScenario
-from gpupact.twin.serving import ServiceQueue
+from gpupact.twin.serving import EngineQueue
 from gpupact.twin.world import (
     GROUP_ANNOTATION,
     LWS_GROUP_KEY,
@@ -77,9 +77,7 @@ class Replica:
 class ServiceRun:
     template: ServiceTemplate
     hpa: HpaController | None
-    queue: ServiceQueue
-    ttft: Callable[[float], float]  # queue wait -> time to first token
-    ttft_p99: Callable[[float], float]
+    queue: EngineQueue
     slo: float | None
     metrics: MetricPipeline = field(default_factory=MetricPipeline)  # what the HPA sees
     replicas: list[Replica] = field(default_factory=list)
@@ -169,8 +167,8 @@ class Simulation:
     def _service_run(self, template: ServiceTemplate) -> ServiceRun:
         contract = self.world.contract
         pool = self.world.pools[template.pool].pool
-        slowdown = pool.sharing.replicas if pool.sharing.mode == "timeslice" else 1.0
-        profile = replica_profile(contract, template.service, slowdown=float(slowdown))
+        timeslice = pool.sharing.replicas if pool.sharing.mode == "timeslice" else 1
+        serving = replica_serving(contract, template.service, timeslice=int(timeslice))
         hpa = None
         if template.hpa is not None:
             hpa = HpaController(
@@ -179,14 +177,10 @@ class Simulation:
                 default_up_window=self.scenario.hpa.scale_up_stabilization.total_seconds(),
                 default_down_window=self.scenario.hpa.scale_down_stabilization.total_seconds(),
             )
-        tokens = template.service.tokens
-        p95_input = tokens.input.p95 if tokens and tokens.input and tokens.input.p95 else None
         run = ServiceRun(
             template,
             hpa,
-            ServiceQueue(profile.max_sequences, profile.service_time_s()),
-            lambda wait: profile.ttft_s(wait),
-            lambda wait: profile.ttft_s(wait, p95_input),
+            EngineQueue(serving.curve),
             ttft_slo(template),
             MetricPipeline(
                 self.scenario.hpa.metric_scrape_interval.total_seconds(),
@@ -309,7 +303,7 @@ class Simulation:
         for name, run in self.services.items():
             rps = _rate(self.rates.get(name, ()), now)
             ready = len(run.ready(now))
-            wait50, wait99 = run.queue.step(rps, ready, dt)
+            latency = run.queue.step(rps, ready, dt)
             running, waiting = queue_counts(run.queue)
             util_total = run.queue.utilisation(ready) * 100 * ready
             run.metrics.record(QueueSample(now, running, waiting, util_total))
@@ -321,8 +315,10 @@ class Simulation:
                 ready=ready,
                 pending=sum(1 for r in run.replicas if r.ready_at is None),
                 queue=round(run.queue.queue_length, 2),
-                ttftP50=finite(run.ttft(wait50)),
-                ttftP99=finite(run.ttft_p99(wait99)),
+                ttftP50=finite(latency.ttft_p50_s),
+                ttftP99=finite(latency.ttft_p99_s),
+                tpotP50=finite(latency.tpot_p50_s),
+                tpotP99=finite(latency.tpot_p99_s),
                 utilisation=round(run.queue.utilisation(ready), 4),
             )
         self._sample_pools(now)

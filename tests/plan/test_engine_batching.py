@@ -1,0 +1,145 @@
+"""The replica engine (plan/engine.py, plan/batching.py) checked against hand arithmetic and
+against its own step-by-step loop: what plan and the twin promise is only as good as these."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from gpupact.plan import batching
+from gpupact.plan.batching import Requests, simulate
+from gpupact.plan.engine import EngineSpec
+from gpupact.plan.engine_load import latency_at, latency_curve, saturation_rate
+from gpupact.plan.gpus import CATALOGUE as GPUS
+from gpupact.plan.models import CATALOGUE as MODELS
+from gpupact.plan.workload import TokenStats
+from gpupact.contract.schema import Quantization
+
+INPUT, OUTPUT, CONTEXT = TokenStats(600, 2000), TokenStats(200, 500), 16384
+
+
+def spec(**changes: object) -> EngineSpec:
+    model = MODELS["llama-3.1-8b"]
+    base = EngineSpec(
+        model=model,
+        weights=Quantization.bf16,
+        gpu=GPUS["h100-80gb"],
+        tp=1,
+        kv_per_token=2 * model.layers * model.kv_heads * model.head_dim * 2,
+        kv_tokens=200_000,
+    )
+    return dataclasses.replace(base, **changes)
+
+
+def one(prompt: int, output: int, at: float = 0.0) -> Requests:
+    return Requests(np.array([at]), np.array([prompt]), np.array([output]))
+
+
+def test_a_lone_request_takes_its_chunked_prefill_then_one_step_per_token() -> None:
+    s = spec()
+    run = simulate(s, one(5000, 4))
+    # 5000 tokens in chunks of 2048, 2048, 904: the first token ends the third step
+    assert run.ttft[0] == pytest.approx(s.prefill_s(5000), rel=1e-12)
+    chunks = [(2048, 0), (2048, 2048), (904, 4096)]
+    by_hand = sum(s.step_s(n, n * done + n * (n + 1) / 2, done) for n, done in chunks)
+    assert run.ttft[0] == pytest.approx(by_hand, rel=1e-12)
+    # then three decode steps at contexts 5000, 5001, 5002 (each reads its whole context)
+    decodes = [s.step_s(1, c + 1, c) for c in (5000, 5001, 5002)]
+    assert run.finished[0] - run.first_token[0] == pytest.approx(sum(decodes), rel=1e-12)
+    assert run.steps == 6 and run.preemptions == 0
+
+
+def test_decode_is_memory_bound_and_prefill_compute_bound() -> None:
+    s = spec()
+    weights = s.weight_bytes(1)
+    decode = s.step_s(1, 1, 0)
+    assert decode == pytest.approx(weights / s.bytes_per_s + 0.6e-3, rel=1e-9)
+    prefill = s.step_s(2048, 2048 * 2049 / 2, 0)
+    flops = 2 * s.model.active_params * 2048 + s.attention_flops_per_pair * 2048 * 2049 / 2
+    assert prefill == pytest.approx(flops / s.flops_per_s + 0.6e-3, rel=1e-9)
+
+
+def test_tensor_parallel_adds_two_all_reduces_per_layer() -> None:
+    s = spec(tp=4)
+    n = 2048
+    size = n * s.model.hidden * 2
+    one_reduce = 2 * 3 / 4 * size / s.gpu.link_bandwidth + 8e-6  # ring over NVLink
+    assert s.comm_s(n) == pytest.approx(2 * s.model.layers * one_reduce, rel=1e-12)
+    assert spec(tp=1).comm_s(n) == 0
+
+
+def test_max_num_seqs_caps_the_batch() -> None:
+    s = spec(max_num_seqs=4)
+    reqs = Requests(np.zeros(12), np.full(12, 100), np.full(12, 50))
+    run = simulate(s, reqs)
+    assert run.running_area / run.end <= 4 + 1e-9
+    # the fifth request's first token comes only after one of the first four has finished
+    assert np.nanmin(run.finished[:4]) < run.first_token[4]
+    assert np.all(~np.isnan(run.finished))
+
+
+def test_a_full_kv_cache_preempts_the_newest_and_recomputes_it() -> None:
+    s = spec(kv_tokens=16 * 64)  # 64 blocks = 1024 tokens
+    reqs = Requests(np.zeros(6), np.full(6, 100), np.full(6, 200))  # 300 tokens each
+    run = simulate(s, reqs)
+    assert run.preemptions > 0
+    assert np.all(~np.isnan(run.finished))  # every request finishes in the end
+    # FCFS survives preemption: the oldest request is never the victim, it finishes first
+    assert run.finished[0] == np.nanmin(run.finished)
+
+
+def test_a_request_larger_than_the_cache_is_rejected() -> None:
+    run = simulate(spec(kv_tokens=1024), one(2000, 10))
+    assert run.rejected[0] and np.isnan(run.finished[0])
+
+
+def test_the_decode_fast_path_is_the_step_by_step_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = spec(kv_tokens=40_000)  # small enough that blocks run short in decode runs
+    rng = np.random.default_rng(3)
+    n = 300
+    reqs = Requests(
+        np.cumsum(rng.exponential(1 / 8.0, n)),
+        rng.integers(50, 3000, n),
+        rng.integers(1, 600, n),
+    )
+    fast = simulate(s, reqs)
+    monkeypatch.setattr(batching._Engine, "decode_only", lambda self: False)
+    slow = simulate(s, reqs)
+    assert slow.steps == fast.steps and slow.preemptions == fast.preemptions
+    np.testing.assert_allclose(fast.first_token, slow.first_token, rtol=1e-9)
+    np.testing.assert_allclose(fast.finished, slow.finished, rtol=1e-9)
+
+
+def test_the_same_seed_gives_the_same_latencies() -> None:
+    s = spec()
+    a = latency_at(s, INPUT, OUTPUT, 10.0, context=CONTEXT, requests=400)
+    b = latency_at(s, INPUT, OUTPUT, 10.0, context=CONTEXT, requests=400)
+    assert a == b
+    c = latency_at(s, INPUT, OUTPUT, 10.0, context=CONTEXT, requests=400, seed=1)
+    assert c != a
+
+
+def test_latency_rises_with_load_and_waits_near_saturation() -> None:
+    s = spec()
+    top = saturation_rate(s, INPUT, OUTPUT, context=CONTEXT)
+    light = latency_at(s, INPUT, OUTPUT, 0.1 * top, context=CONTEXT)
+    heavy = latency_at(s, INPUT, OUTPUT, 0.97 * top, context=CONTEXT)
+    assert heavy.ttft_p99_s > 2 * light.ttft_p99_s
+    assert heavy.tpot_p50_s > light.tpot_p50_s  # prefill-decode interference
+    assert heavy.waiting_mean > light.waiting_mean
+
+
+@pytest.mark.parametrize("share", [0.35, 0.66, 0.85, 0.9])
+def test_the_curve_between_its_points_is_within_a_stated_error(share: float) -> None:
+    """plan and the twin read latency from a curve of ten load points, linearly interpolated;
+    between them it stays within 25 % (P50) and 35 % (P99) of a direct run at that load."""
+    s = spec()
+    curve = latency_curve(s, INPUT, OUTPUT, CONTEXT)
+    rate = share * curve.saturation
+    direct = latency_at(s, INPUT, OUTPUT, rate, context=CONTEXT)
+    read = curve.at(rate)
+    assert read.ttft_p50_s == pytest.approx(direct.ttft_p50_s, rel=0.25)
+    assert read.ttft_p99_s == pytest.approx(direct.ttft_p99_s, rel=0.35)
+    assert read.tpot_p50_s == pytest.approx(direct.tpot_p50_s, rel=0.25)
