@@ -15,3 +15,4 @@ python benchmarks/ledger_ingest.py --write
 python benchmarks/gateway.py --write  # needs wrk (Debian package)
 python benchmarks/gang.py --write
 python benchmarks/kueue_perf.py --write
+python benchmarks/serving_engine.py --write

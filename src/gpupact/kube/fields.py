@@ -134,7 +134,8 @@ def optional_integer(
     if bits is not None:
         low, high = _INT_BOUNDS[bits]
         if not low <= obj <= high:
-            raise FieldError(path, f"must fit in an int{bits}, got {obj}")
+            shown = str(obj) if obj.bit_length() < 128 else f"an integer of {obj.bit_length()} bits"
+            raise FieldError(path, f"must fit in an int{bits}, got {shown}")
     return obj
 
 

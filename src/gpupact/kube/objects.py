@@ -220,7 +220,7 @@ def _pod_affinity(
 def parse_pod(obj: dict[str, Any]) -> Pod:
     _, meta, spec, status, name = object_header(obj, "Pod", generate_name=True)
     affinity = optional_mapping(spec.get("affinity"), ("spec", "affinity"))
-    priority = integer(spec.get("priority"), ("spec", "priority"))
+    priority = integer(spec.get("priority"), ("spec", "priority"), bits=32)  # Pod: *int32
     namespace = string(meta.get("namespace"), ("metadata", "namespace"), "default") or "default"
     labels = string_map(meta.get("labels"), ("metadata", "labels"))
     return Pod(

@@ -107,6 +107,18 @@ def _entry(item: Any, path: tuple[str | int, ...]) -> tuple[str, str]:
     return name, hashed.lower()
 
 
+def _finite_budget(value: object) -> bool:
+    """A GPU-hour budget the ledger can compare in floats: an int past float range (YAML
+    reads 400 digits as an int) is refused like inf, not turned into an OverflowError."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        as_float = float(value)
+    except OverflowError:
+        return False
+    return math.isfinite(as_float) and as_float >= 0
+
+
 def parse_tokens(data: Any) -> Tokens:
     if not isinstance(data, dict):
         raise FieldError((), "expected a mapping with `tenants` and `admins`")
@@ -124,14 +136,10 @@ def parse_tokens(data: Any) -> Tokens:
             budget = item.get("gpuHourBudget")
             if section == "admins" and budget is not None:
                 raise FieldError((*path, "gpuHourBudget"), "budgets belong to tenants")
-            if budget is not None and (
-                isinstance(budget, bool)
-                or not isinstance(budget, int | float)
-                or not math.isfinite(budget)
-                or budget < 0
-            ):
+            if budget is not None and not _finite_budget(budget):
+                shown = repr(budget) if len(repr(budget)) <= 40 else f"{repr(budget)[:37]}..."
                 raise FieldError(
-                    (*path, "gpuHourBudget"), f"expected a number >= 0 and finite, got {budget!r}"
+                    (*path, "gpuHourBudget"), f"expected a number >= 0 and finite, got {shown}"
                 )
             if key in principals:
                 raise FieldError(path, "this token is already given to another entry")
