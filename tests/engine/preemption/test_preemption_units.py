@@ -3,6 +3,8 @@ check protocol, the snapshot; and bad input."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from preemption_helpers import (
     HIGH,
@@ -229,8 +231,9 @@ def test_pick_criteria_in_order():
 
 def test_pick_sum_wraps_like_int64():
     # Go sums in int64: with (absurd) huge priorities the larger sum wraps negative and wins,
-    # where exact arithmetic would pick the smaller sum
-    huge = pod("h", priority=2**62, start=0)
+    # where exact arithmetic would pick the smaller sum. A Pod file cannot carry such a priority
+    # (spec.priority is an int32, refused past it at load), so the engine's Pod is built directly.
+    huge = replace(pod("h", start=0), priority=2**62)
     wrapped = candidate("a", huge, huge)  # 2 * (2^62 + 2^31) passes 2^63 - 1
     plain = candidate("b", huge)
     assert pick_one_node_for_preemption([plain, wrapped], now=NOW).node == "a"
