@@ -34,6 +34,7 @@ MEMORY_REWORK = {
     # the saturated batch is what the KV cache holds: bf16 KV on 0.9 x 80 GB gives 37
     # sequences of 5,500 tokens; NIM runs ~86 (920 tokens/s at 93 ms per token)
     "ttft-sat-llama33-70b-fp8-h100-tp2-nim-c250",
+    "kv-llama31-8b-bf16-a100-40gb-vllm-v1",  # usable memory and activations of vLLM V1
 }
 # Latency points on a GPU or model plan's catalogue does not have yet.
 CATALOGUE_MISSING = {
@@ -41,6 +42,20 @@ CATALOGUE_MISSING = {
     "itl-c1-qwen25-7b-bf16-rtx4090-128in": "GPU rtx-4090",
     "ttft-sat-qwen3-06b-bf16-h100-rateinf-vllm": "model Qwen3-0.6B",
     "itl-sat-qwen3-06b-bf16-h100-rateinf-vllm": "model Qwen3-0.6B",
+}
+# Decode steps outside CUDA graphs: the engine model prices a step as kernels plus a fixed
+# overhead, not the per-kernel launches of an eager step (enforce_eager, or SGLang past its
+# captured batch sizes: its median ITL goes from 19 ms at 4 req/s to 71 ms at 8 req/s in the
+# same source, where the hardware arithmetic grows ~15 %).
+UNMODELLED = {
+    "itl-c1-llama31-8b-bf16-a100-40gb-eager-vllm": "enforce_eager decode not modelled",
+    **{
+        f"{kind}-sat-llama33-70b-bf16-h200-tp4-sglang-rate{rate}": (
+            "SGLang's collapse past 4 req/s not modelled"
+        )
+        for kind in ("ttft", "itl")
+        for rate in (8, 16)
+    },
 }
 # Measurements faster than the GPUs' dense peak could compute a cold prefill (checked by
 # test_suspect_points_are_faster_than_the_hardware): a prefix-cache hit, not a prefill.
@@ -53,6 +68,8 @@ def _marks(point: Point) -> list[pytest.MarkDecorator]:
     if point.id in CATALOGUE_MISSING:
         reason = f"{CATALOGUE_MISSING[point.id]} not in plan's catalogue ({REWORK})"
         return [pytest.mark.xfail(strict=True, reason=reason)]
+    if point.id in UNMODELLED:
+        return [pytest.mark.xfail(strict=True, reason=UNMODELLED[point.id])]
     if point.id in SUSPECT:
         return [pytest.mark.xfail(strict=True, reason="measured above the hardware's peak")]
     return []
@@ -83,7 +100,7 @@ def test_every_category_has_points_and_the_file_has_thirty() -> None:
 
 def test_marked_ids_exist() -> None:
     ids = {p.id for p in POINTS}
-    assert MEMORY_REWORK | set(CATALOGUE_MISSING) | SUSPECT <= ids
+    assert MEMORY_REWORK | set(CATALOGUE_MISSING) | set(UNMODELLED) | SUSPECT <= ids
 
 
 def test_catalogue_misses_are_real() -> None:
@@ -171,14 +188,14 @@ def _spec() -> EngineSpec:
 
 def test_closed_loop_at_full_concurrency_is_all_at_once() -> None:
     spec = _spec()
-    loop = closed_loop(spec, 16, 16, 300, 40)
     once = simulate(spec, Requests(np.zeros(16), np.full(16, 300), np.full(16, 40)))
+    loop = closed_loop(spec, 16, once.requests)
     assert np.array_equal(loop.finished, once.finished)
 
 
 def test_closed_loop_sends_the_next_request_when_one_finishes() -> None:
     spec = _spec()
-    run = closed_loop(spec, 3, 12, 500, 30)
+    run = closed_loop(spec, 3, Requests(np.zeros(12), np.full(12, 500), np.full(12, 30)))
     arrivals = run.requests.arrival
     assert np.array_equal(arrivals[:3], np.zeros(3))
     assert np.array_equal(arrivals[3:], np.sort(run.finished)[:9])

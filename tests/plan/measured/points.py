@@ -32,13 +32,17 @@ LATENCY = frozenset(c for c, unit in UNITS.items() if unit == "ms")
 STATISTICS = frozenset({"mean", "median", "p99"})
 
 
+Lengths = int | tuple[int, int]  # fixed, or (low, high): uniform integers, both included
+
+
 @dataclass(frozen=True)
 class Workload:
-    """What the benchmark offered: fixed prompt and completion lengths and one of a
-    concurrency (closed loop), a batch (all at once, one run) or a rate (inf: all at t = 0)."""
+    """What the benchmark offered: prompt and completion lengths (fixed, or uniform over a
+    range as SGLang's random dataset draws them) and one of a concurrency (closed loop), a
+    batch (all at once, one run) or a rate (Poisson arrivals; inf: all at t = 0)."""
 
-    input: int
-    output: int
+    input: Lengths
+    output: Lengths
     concurrency: int | None = None
     batch: int | None = None
     rate: float | None = None
@@ -112,13 +116,28 @@ def _workload(entry: dict[str, Any], path: list) -> Workload:
     if rate is not None:
         rate = math.inf if rate == "inf" else _req(w, "rate", (int, float), p)
         _positive(rate, [*p, "rate"])
-    ints = {k: _opt(w, k, int, p) for k in ("input", "output", "concurrency", "batch", "requests")}
-    for key in ("input", "output"):
-        ints[key] = _req(w, key, int, p)
+    ints = {k: _opt(w, k, int, p) for k in ("concurrency", "batch", "requests")}
     for key, value in ints.items():
         if value is not None:
             _positive(value, [*p, key])
-    return Workload(rate=rate, **ints)
+    lengths = {key: _lengths(w, key, p) for key in ("input", "output")}
+    return Workload(rate=rate, **lengths, **ints)
+
+
+def _lengths(w: dict[str, Any], key: str, path: list) -> Lengths:
+    value = _req(w, key, (int, dict), path)
+    if isinstance(value, int):
+        return _positive(value, [*path, key])
+    span = value.get("uniform")
+    where = [*path, key, "uniform"]
+    if set(value) != {"uniform"} or not isinstance(span, list) or len(span) != 2:
+        raise FieldError(where, "a length is a token count or {uniform: [low, high]}")
+    low, high = span
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in span) or not (
+        0 < low <= high
+    ):
+        raise FieldError(where, f"needs 0 < low <= high, got {span!r}")
+    return (low, high)
 
 
 def _point(entry: Any, path: list, line: int | None) -> Point:

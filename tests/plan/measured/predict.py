@@ -10,7 +10,10 @@
                                 next (vLLM `--max-concurrency`, genai-perf `--concurrency`)
                  batch b        b requests at t = 0, latency until the last finishes (vLLM's
                                 benchmark_latency times one `generate` of the batch)
-                 rate inf       every request at t = 0, statistics over all of them
+                 rate r         Poisson arrivals at r per second (inf: all at t = 0),
+                                statistics over all requests
+               Lengths drawn from a range (SGLang's random dataset) are drawn uniformly,
+               seeded.
 
 At concurrency 1 and for one small batch the KV cache only has to hold the requests in flight;
 when the memory model leaves less than that (its own misses are the memory points' business),
@@ -34,13 +37,15 @@ from gpupact.plan.models import CATALOGUE as MODELS
 from gpupact.plan.models import ModelArch, find_model
 from gpupact.plan.workload import TokenStats, Workload, default_kv_dtype
 
-from .points import Point
+from .points import Lengths, Point
+from .points import Workload as Offered
 
 GIB = 2**30
 # A closed-loop run at concurrency c sends this many waves of c requests when the source does
 # not state its request count; the first wave met an empty engine and is left out.
 CLOSED_LOOP_WAVES = 4
 FAR_FUTURE_S = 1e9  # arrival of a request not yet sent (finite: the engine divides by gaps)
+SEED = 20261206
 
 
 class Unpredictable(Exception):
@@ -104,7 +109,6 @@ def _spec(point: Point) -> EngineSpec:
     weights, kv = quantization_of(point)
     w = point.workload
     assert w is not None
-    tokens = TokenStats(w.input, w.input)
     workload = Workload(
         name=point.id,
         model=arch,
@@ -113,9 +117,9 @@ def _spec(point: Point) -> EngineSpec:
         gpu=gpu,
         gpu_memory=device_memory(point),
         gpus_per_node=8,
-        context=w.input + w.output,
-        input=tokens,
-        output=TokenStats(w.output, w.output),
+        context=_longest(w.input) + _longest(w.output),
+        input=TokenStats(_longest(w.input), _longest(w.input)),
+        output=TokenStats(_longest(w.output), _longest(w.output)),
     )
     spec = engine_spec(workload, point.tp)
     flags = {
@@ -133,45 +137,57 @@ def _latency(point: Point) -> Prediction:
     notes: list[str] = []
     in_flight = w.concurrency if w.concurrency == 1 else w.batch
     if in_flight is not None:
-        need = in_flight * (w.input + w.output)
+        need = in_flight * (_longest(w.input) + _longest(w.output))
         if spec.kv_tokens < need:
             notes.append(
                 f"memory model holds {spec.kv_tokens} KV tokens, fewer than the {need} in "
                 "flight: given room for them"
             )
             spec = replace(spec, kv_tokens=need + spec.block_tokens * in_flight)
+    rng = np.random.default_rng(SEED)
     if w.batch is not None:
-        reqs = _at_once(w.batch, w.input, w.output)
-        run = simulate(spec, reqs)
         if point.category != "e2e_batch":
             raise ValueError(f"{point.id}: a batch run measures e2e_batch")
+        run = simulate(spec, _requests(w, np.zeros(w.batch), rng))
         return Prediction(float(np.nanmax(run.finished)) * 1e3, tuple(notes))
     if w.rate is not None:
-        if not math.isinf(w.rate):
-            raise ValueError(f"{point.id}: only rate inf is modelled")
-        run = simulate(spec, _at_once(w.requests or 1, w.input, w.output))
+        n = w.requests or 1
+        gaps = np.zeros(n) if math.isinf(w.rate) else rng.exponential(1.0 / w.rate, n)
+        run = simulate(spec, _requests(w, np.cumsum(gaps), rng))
         skip = 0
     else:
         c = w.concurrency
         assert c is not None
         n = w.requests or (c if c == 1 else CLOSED_LOOP_WAVES * c)
-        run = closed_loop(spec, c, n, w.input, w.output)
+        run = closed_loop(spec, c, _requests(w, np.zeros(n), rng))
         skip = 0 if (w.requests or c == 1) else c
     return Prediction(_statistic(point, run, skip) * 1e3, tuple(notes))
 
 
-def _at_once(n: int, prompt: int, completion: int) -> Requests:
-    return Requests(np.zeros(n), np.full(n, prompt), np.full(n, completion))
+def _longest(lengths: Lengths) -> int:
+    return lengths if isinstance(lengths, int) else lengths[1]
 
 
-def closed_loop(spec: EngineSpec, concurrency: int, n: int, prompt: int, out: int) -> EngineRun:
-    """`n` requests with `concurrency` in flight: request c + j is sent when the j-th request
-    finishes. The engine is causal, so iterating arrivals <- completions fixes one more wave
-    each pass: at most ceil(n / c) + 1 runs."""
+def _draw(lengths: Lengths, n: int, rng: np.random.Generator) -> np.ndarray:
+    if isinstance(lengths, int):
+        return np.full(n, lengths)
+    return rng.integers(lengths[0], lengths[1] + 1, n)
+
+
+def _requests(w: Offered, arrival: np.ndarray, rng: np.random.Generator) -> Requests:
+    n = len(arrival)
+    return Requests(arrival, _draw(w.input, n, rng), _draw(w.output, n, rng))
+
+
+def closed_loop(spec: EngineSpec, concurrency: int, requests: Requests) -> EngineRun:
+    """`requests` (their arrivals ignored) with `concurrency` in flight: request c + j is sent
+    when the j-th request finishes. The engine is causal, so iterating arrivals <- completions
+    fixes one more wave each pass: at most n / c + 2 runs."""
+    n = len(requests)
     arrival = np.zeros(n)
     arrival[concurrency:] = FAR_FUTURE_S
     for _ in range(n // concurrency + 2):
-        run = simulate(spec, Requests(arrival, np.full(n, prompt), np.full(n, out)))
+        run = simulate(spec, Requests(arrival, requests.input, requests.output))
         ends = np.sort(run.finished)
         sent = np.concatenate([np.zeros(min(concurrency, n)), ends[: max(0, n - concurrency)]])
         if np.array_equal(sent, arrival):
