@@ -45,9 +45,15 @@ def _span(lengths: int | tuple[int, int]) -> str:
 
 
 def _source(p: Point) -> str:
-    host = p.url.split("//", 1)[-1].split("/", 1)[0]
-    tail = p.url.rstrip("/").rsplit("/", 2)
-    label = f"{host}/…/{tail[-2]}/{tail[-1]}" if len(tail) == 3 else p.url
+    """A short label for the link: `owner/repo#123`, `owner/repo: file`, or host/…/page."""
+    host, _, path = p.url.split("//", 1)[-1].partition("/")
+    parts = path.rstrip("/").split("/")
+    if host == "github.com" and len(parts) >= 4 and parts[2] in ("issues", "pull"):
+        label = f"{parts[0]}/{parts[1]}#{parts[3]}"
+    elif host == "github.com" and len(parts) >= 4 and parts[2] == "blob":
+        label = f"{parts[0]}/{parts[1]}: {parts[-1]}"
+    else:
+        label = f"{host}/…/{parts[-1]}" if len(parts) > 1 else p.url
     return f"[{label}]({p.url})"
 
 
