@@ -5,7 +5,7 @@
                catalogue's)
     latency    the replica's engine (`engine_load.engine_spec`, the spec `gpupact plan` and the
                twin build) run by the step-level scheduler (`batching.simulate`) on the
-               benchmark's fixed lengths and load:
+               benchmark's lengths and load:
                  concurrency c  closed loop: c requests in flight, each completion sends the
                                 next (vLLM `--max-concurrency`, genai-perf `--concurrency`)
                  batch b        b requests at t = 0, latency until the last finishes (vLLM's
