@@ -24,12 +24,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from gpupact.engine.gang import TaskStatus
 
 if TYPE_CHECKING:
-    from gpupact.engine.kai.model import KaiNode, KaiTask
     from gpupact.kube.objects import Node, Pod
 
 GPU_FRACTION_ANNOTATION = "gpu-fraction"
@@ -109,6 +108,19 @@ def gpu_count(node: Node, allocatable_gpus: int) -> int:
         return allocatable_gpus
 
 
+class GpuNode(Protocol):
+    """What the group accounting reads and moves on its node (model.KaiNode): the whole
+    GPUs its pods hold and its idle / releasing GPU counts."""
+
+    used_whole_gpus: int
+
+    def idle_gpus(self) -> int: ...
+
+    def releasing_gpus(self) -> int: ...
+
+    def add_gpus(self, kind: str, delta: int) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class GpuChoice:
     groups: tuple[str, ...]
@@ -121,7 +133,7 @@ class SharedGpus:
 
     __slots__ = ("allocated", "count", "marked_releasing", "memory", "node", "releasing", "used")
 
-    def __init__(self, node: KaiNode, count: int, memory: int) -> None:
+    def __init__(self, node: GpuNode, count: int, memory: int) -> None:
         self.node = node
         self.count = count
         self.memory = memory
@@ -243,13 +255,13 @@ class SharedGpus:
         return [entries[i][1] for i in order]
 
     def choose(
-        self, task: KaiTask, request: SharedRequest, pipeline_only: bool
+        self, request: SharedRequest, pipeline_only: bool, allocatable: bool
     ) -> GpuChoice | None:
-        """GetNodePreferableGpuForSharing."""
+        """GetNodePreferableGpuForSharing; `allocatable`: the pod fits the node's idle
+        resources."""
         groups: list[str] = []
         releasing = False
         opened = False
-        allocatable = self.node.fits_idle(task)
         for gpu in self.fitting_gpus(request):
             if gpu == WHOLE_GPU:
                 groups.append(self._new_group(groups))

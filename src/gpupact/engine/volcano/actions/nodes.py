@@ -11,8 +11,8 @@ from gpupact.engine.volcano.resource import ZERO
 from gpupact.kube.status import Code, Status
 
 if TYPE_CHECKING:
+    from gpupact.engine.volcano.framework import Session
     from gpupact.engine.volcano.model import NodeInfo, TaskInfo
-    from gpupact.engine.volcano.session import Session
 
 
 def fits_future_idle(task: TaskInfo, node: NodeInfo) -> Status:

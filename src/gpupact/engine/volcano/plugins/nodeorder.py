@@ -28,8 +28,8 @@ from gpupact.kube.resources_fit import (
 )
 
 if TYPE_CHECKING:
+    from gpupact.engine.volcano.framework import Session
     from gpupact.engine.volcano.model import NodeInfo, TaskInfo
-    from gpupact.engine.volcano.session import Session
 
 LEAST_REQUESTED_WEIGHT = 1
 MOST_REQUESTED_WEIGHT = 0
