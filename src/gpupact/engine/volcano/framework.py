@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -52,6 +52,9 @@ from gpupact.engine.volcano.node_table import NodeTable
 from gpupact.engine.volcano.resource import Resource
 from gpupact.kube.objects import Node, Pod
 from gpupact.kube.status import Code, Status
+
+if TYPE_CHECKING:
+    from gpupact.cluster.state import ClusterState
 
 PERMIT, ABSTAIN, REJECT = 1, 0, -1
 
@@ -195,6 +198,9 @@ class Session:
             scalar_names |= {n for t in self.tasks.values() for n in t.init_resreq.scalars or {}}
             self.table = NodeTable(self.node_list, scalar_names)
 
+            # the kube view of the nodes and their pods that the predicates plugin keeps in
+            # step with the session (upstream ssn.NodeMap, which only predicates updates)
+            self.node_map: ClusterState | None = None
             self.fns: dict[str, dict[str, Any]] = {}
             self.event_handlers: list[EventHandler] = []
             self.binds: dict[str, str] = {}
@@ -463,10 +469,25 @@ class Session:
         return Status()
 
     def node_score(self, task: TaskInfo, node: NodeInfo) -> int:
+        """The per-node part of the node order (upstream's NodeOrderFn scores)."""
         scores = self.node_scores_all(task) if self.vectorised else None
         if scores is not None:
             return int(scores[node.row])
         return sum(fn(task, node) for _, fn in self._enabled("nodeOrder"))
+
+    def node_order_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> np.ndarray:
+        """int64 per node of `nodes`, the candidates: the per-node scores plus the scores a
+        plugin normalises over the candidates (`candidateNodeOrder`, upstream's
+        BatchNodeOrderFn); upstream PrioritizeNodes adds the two."""
+        per_node = self.node_scores_all(task) if self.vectorised else None
+        if per_node is not None:
+            rows = np.fromiter((n.row for n in nodes), dtype=np.intp, count=len(nodes))
+            total = per_node[rows]
+        else:
+            total = np.array([self.node_score(task, n) for n in nodes], dtype=np.int64)
+        for _, fn in self._enabled("candidateNodeOrder", gate="nodeOrder"):
+            total = total + fn(task, nodes)
+        return total
 
     def node_scores_all(self, task: TaskInfo) -> np.ndarray | None:
         """int64[N]: the summed node-order scores of every node (the plugins'

@@ -59,6 +59,7 @@ class PredicatesPlugin(Plugin):
             [node.node for node in ssn.node_list], placed, enabled_filters(self.option.arguments)
         )
         self.filters = filters
+        ssn.node_map = filters.state
         ssn.add_event_handler(
             EventHandler(
                 lambda task: filters.add(task.pod, task.node_name),
