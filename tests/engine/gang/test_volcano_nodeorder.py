@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from gpupact.engine.gang import parse_podgroup
@@ -201,7 +202,8 @@ def test_candidate_scores_equal_the_kube_reference_with_volcano_weights(seed):
     )
     task = ssn.tasks["ns/p"]
     candidates = rng.sample(ssn.node_list, rng.randint(2, len(ssn.node_list)))
-    got = ssn.fns["candidateNodeOrder"]["nodeorder"](task, candidates).tolist()
+    rows = np.array([n.row for n in candidates], dtype=np.intp)
+    got = ssn.fns["candidateNodeOrder"]["nodeorder"](task, rows).tolist()
     assert ssn.node_map is not None
     reference = score_nodes(
         task.pod,

@@ -479,14 +479,25 @@ class Session:
         """int64 per node of `nodes`, the candidates: the per-node scores plus the scores a
         plugin normalises over the candidates (`candidateNodeOrder`, upstream's
         BatchNodeOrderFn); upstream PrioritizeNodes adds the two."""
+        rows = np.fromiter((n.row for n in nodes), dtype=np.intp, count=len(nodes))
         per_node = self.node_scores_all(task) if self.vectorised else None
         if per_node is not None:
-            rows = np.fromiter((n.row for n in nodes), dtype=np.intp, count=len(nodes))
-            total = per_node[rows]
-        else:
-            total = np.array([self.node_score(task, n) for n in nodes], dtype=np.int64)
+            return self._with_candidate_scores(task, per_node[rows], rows)
+        total = np.array([self.node_score(task, n) for n in nodes], dtype=np.int64)
+        return self._with_candidate_scores(task, total, rows)
+
+    def node_order_scores_rows(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """`node_order_scores` for the candidates given as node rows."""
+        per_node = self.node_scores_all(task) if self.vectorised else None
+        if per_node is None:
+            return self.node_order_scores(task, [self.node_list[r] for r in rows.tolist()])
+        return self._with_candidate_scores(task, per_node[rows], rows)
+
+    def _with_candidate_scores(
+        self, task: TaskInfo, total: np.ndarray, rows: np.ndarray
+    ) -> np.ndarray:
         for _, fn in self._enabled("candidateNodeOrder", gate="nodeOrder"):
-            total = total + fn(task, nodes)
+            total = total + fn(task, rows)
         return total
 
     def node_scores_all(self, task: TaskInfo) -> np.ndarray | None:

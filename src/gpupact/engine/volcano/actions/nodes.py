@@ -105,4 +105,7 @@ def prioritize_rows(ssn: Session, task: TaskInfo, rows: np.ndarray) -> NodeInfo 
     table = ssn.table
     idle = rows[table.fits(task.init_resreq, future=False)[rows]]
     chosen = idle if idle.size else rows[table.fits(task.init_resreq, future=True)[rows]]
-    return best_node(ssn, task, [nodes[r] for r in chosen.tolist()])
+    if chosen.size <= 1:  # one candidate is taken without scoring, as upstream
+        return nodes[int(chosen[0])] if chosen.size else None
+    scores = ssn.node_order_scores_rows(task, chosen)
+    return nodes[int(chosen[int(np.argmax(scores))])]

@@ -25,7 +25,6 @@ resource (upstream reads requests from the kube NodeInfo)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -132,10 +131,9 @@ class NodeOrderPlugin(Plugin):
                 scorer.append(Scheduler(state, profile))
             return scorer[0]
 
-        def candidate_scores(task: TaskInfo, nodes: Sequence[NodeInfo]) -> np.ndarray:
-            rows = np.fromiter((n.row for n in nodes), dtype=np.intp, count=len(nodes))
+        def candidate_scores(task: TaskInfo, rows: np.ndarray) -> np.ndarray:
             parts = scheduler().preference_scores(task.pod, rows)
-            total = np.zeros(len(nodes), dtype=np.int64)
+            total = np.zeros(rows.shape[0], dtype=np.int64)
             for plugin, weight in weights.items():
                 total = total + weight * parts[plugin]
             return total
