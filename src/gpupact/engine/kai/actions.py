@@ -95,7 +95,7 @@ def preempt(ssn: KaiSession) -> None:
         job = order.pop()
         tasks = ssn.tasks_to_allocate(job, real=False)
         if not job.preemptible and fs.non_preemptible_over_quota(
-            ssn.queues, job.queue, quantities(tasks)
+            ssn.queues, job.queue, quantities(tasks, "capacity")
         ):
             continue
 
@@ -129,7 +129,7 @@ def _victim_amounts(ssn: KaiSession, victim: JobView, tasks: list[KaiTask]) -> l
 
     def taken(group: list[KaiTask]) -> fs.Quantities | None:
         kept = [t for t in group if not (consolidating and t.status in ACTIVE_ALLOCATED_STATUSES)]
-        return quantities(kept) if kept else None
+        return quantities(kept, "accepted") if kept else None
 
     amounts = [a for a in (taken([t]) for t in elastic) if a is not None]
     core_amount = taken(core)
@@ -178,7 +178,8 @@ def consolidation(ssn: KaiSession) -> None:
     while not order.empty():
         job = order.pop()
         available = sum(n.idle_gpus() + n.releasing_gpus() for n in _node_list(ssn))
-        if available < ssn.requested(job)["gpu"]:
+        requested = quantities(ssn.tasks_to_allocate(job, real=False), "capacity")
+        if available < requested["gpu"]:  # IsEnoughGPUsAllocatableForJob
             continue
         solver = JobSolver(
             ssn, _feasible_nodes(ssn, job), _all_moved, _consolidation_victims(ssn, job, limit)

@@ -13,16 +13,18 @@ if TYPE_CHECKING:
     from gpupact.engine.kai.framework import KaiSession
 
 
-def quantities(tasks: list[KaiTask]) -> fs.Quantities:
+def quantities(tasks: list[KaiTask], view: str = "request") -> fs.Quantities:
+    """The tasks' amounts as a queue sees them: "request" (what they ask for), "accepted"
+    (as placed) or "capacity" (what the queue capacity checks charge before placement)."""
     total = fs.zero()
     for task in tasks:
-        total = fs.added(total, task.quantities)
+        total = fs.added(total, task.amounts(view))
     return total
 
 
 def job_over_capacity(ssn: KaiSession, job: JobView, tasks: list[KaiTask]) -> bool:
     """Over a queue limit, or non-preemptible work over a queue quota (up the tree)."""
-    requested = quantities(tasks)
+    requested = quantities(tasks, "capacity")
     if fs.over_limit(ssn.queues, job.queue, requested):
         return True
     return not job.preemptible and fs.non_preemptible_over_quota(ssn.queues, job.queue, requested)

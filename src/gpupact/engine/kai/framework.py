@@ -149,7 +149,8 @@ class KaiSession:
         """Queue allocated / requested amounts, summed up the tree."""
         for job in self.jobs.values():
             for task in job.tasks.values():
-                amounts = task.quantities
+                placed = task.status in ALLOCATED_STATUSES
+                amounts = task.accepted_quantities if placed else task.quantities
                 for queue in fs.ancestry(self.queues, job.queue):
                     for r in fs.RESOURCES:
                         share = queue.shares[r]
@@ -270,7 +271,11 @@ class KaiSession:
     # --- node fit ------------------------------------------------------------------------------
 
     def fitting_node(self, task: KaiTask, node: KaiNode) -> bool:
+        if task.shared is not None and task.shared.memory and not node.gpu_memory_synced:
+            return False  # predicates: no GPU memory known for the node
         if not node.fits_idle_or_releasing(task):
+            return False
+        if self._over_capacity_on(task, node):
             return False
         if node.max_pods and len(node.tasks) >= node.max_pods and task.key not in node.tasks:
             return False
@@ -279,6 +284,25 @@ class KaiSession:
         if self.vectorised:
             return self.filters.fits(task.placement_pod, node.row)
         return self.filters.status(task.placement_pod, node.node).ok
+
+    def _over_capacity_on(self, task: KaiTask, node: KaiNode) -> bool:
+        """A GPU-memory pod on this node: its portion of one of the node's GPUs (as upstream
+        GetRequiredInitQuota) and its cpu / memory over a queue limit or, non-preemptible,
+        over a quota (capacity_policy.IsTaskAllocationOnNodeOverCapacity); the job-level
+        check charged it no GPU."""
+        shared = task.shared
+        job = self.jobs.get(task.job)
+        if shared is None or not shared.is_memory or job is None:
+            return False
+        portion = shared.portion_on(node.sharing.memory)
+        if portion is None:
+            return True
+        amounts = {**task.quantities, "gpu": portion}
+        if fs.over_limit(self.queues, job.queue, amounts):
+            return True
+        return not job.preemptible and fs.non_preemptible_over_quota(
+            self.queues, job.queue, amounts
+        )
 
     def _room_for_new_group(self, task: KaiTask, node: KaiNode) -> bool:
         """A pod opening a new GPU group needs a second pod slot for the group's reservation
@@ -306,7 +330,7 @@ class KaiSession:
         job = self.jobs.get(task.job)
         if job is None:
             return
-        amounts = task.quantities
+        amounts = task.accepted_quantities
         for queue in fs.ancestry(self.queues, job.queue):
             for r in fs.RESOURCES:
                 share = queue.shares[r]
