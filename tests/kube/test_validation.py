@@ -316,8 +316,11 @@ def test_containers_enums_and_names() -> None:
         'spec.containers[0].name: Invalid value: "web.1": must not contain dots'
     )
     assert _first(_pod({"image": ""})) == "spec.containers[0].image: Required value"
-    assert _first(_pod({"restartPolicy": "Always"})) == (
-        "spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers"
+    # ContainerRestartRules (beta, on in v1.35): a container may set its own restart policy
+    assert _first(_pod({"restartPolicy": "Never"})) == ""
+    assert _first(_pod({"restartPolicy": "Sometimes"})) == (
+        'spec.containers[0].restartPolicy: Unsupported value: "Sometimes": supported values: '
+        '"Always", "Never", "OnFailure"'
     )
     init = [{"name": "c", "image": "x", "restartPolicy": "Always"}]
     assert _first(_pod(initContainers=init)) == 'spec.initContainers[0].name: Duplicate value: "c"'

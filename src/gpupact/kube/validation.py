@@ -269,7 +269,8 @@ def check_label_value(value: str, path: Sequence[PathPart]) -> None:
         raise invalid_issue(path, value, "; ".join(errors)).as_error()
 
 
-# --- DNS names (apimachinery api/validate/content IsDNS1123Label / IsDNS1123Subdomain) --------
+# --- DNS names (apimachinery api/validate/content IsDNS1123Label / IsDNS1123Subdomain; used by
+#     ValidateDNS1123Label, kubernetes v1.35.4 pkg/apis/core/validation/validation.go L158-L164) --
 
 _LABEL_MAX_BYTES = 63
 _SUBDOMAIN_MAX_BYTES = 253

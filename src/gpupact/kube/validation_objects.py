@@ -6,13 +6,15 @@ tolerates, e.g. a node-affinity operator it cannot read only fails to match. The
 add the rest of create-time validation, on the raw object after it parsed, so a manifest the
 API server would reject is refused instead of explained node by node.
 
-Reference: kubernetes pkg/apis/core/validation/validation.go at commit 000f260 (functions
-named in each docstring; the store serves that file without line numbers), apimachinery's
-ValidateObjectMeta / ValidateLabels / ValidateAnnotations, pkg/apis/core/helper (resource
-name classes) and plugin/pkg/admission/priority (spec.priority against its class). Checked
-after SetDefaults_Pod, as the API server does: an omitted restartPolicy, dnsPolicy,
-imagePullPolicy or terminationMessagePolicy is defaulted, not missing, and a limit without a
-request is also the request.
+Reference: kubernetes v1.35.4 pkg/apis/core/validation/validation.go ("validation.go L<a>-<b>"
+below; read in the copy vendored by openshift-kni/scheduler-plugins at e0b47cd), its
+pkg/apis/core/helper/helpers.go (resource name classes), apimachinery v0.35.4
+api/validation/objectmeta.go (ValidateObjectMeta, ValidateAnnotations: L44-L56) and
+plugin/pkg/admission/priority admitPod (spec.priority against its class). Feature gates at
+their v1.35 defaults (ContainerRestartRules beta, on). Checked after SetDefaults_Pod, as the
+API server does: an omitted restartPolicy, dnsPolicy, imagePullPolicy or
+terminationMessagePolicy is defaulted, not missing, and a limit without a request is also the
+request.
 
 Not checked: volumes, probes, lifecycle hooks, ports, env, security contexts, the pod-level
 `resources` (PodLevelResources) and anything an admission webhook or a LimitRange decides.
@@ -50,11 +52,16 @@ Path = tuple[PathPart, ...]
 
 # --- enumerations (pkg/apis/core/types.go), in the order upstream lists them ------------------
 
-RESTART_POLICIES = ("Always", "OnFailure", "Never")  # validateRestartPolicy
-DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")  # validateDNSPolicy
-PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")  # ValidatePreemptionPolicy
-PULL_POLICIES = ("Always", "Never", "IfNotPresent")  # validatePullPolicy
-TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")  # validateContainerCommon
+RESTART_POLICIES = ("Always", "OnFailure", "Never")  # validateRestartPolicy, L4072-L4085
+# validateDNSPolicy, L4100-L4111
+DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")  # ValidatePreemptionPolicy, L4087-L4098
+PULL_POLICIES = ("Always", "Never", "IfNotPresent")  # validatePullPolicy, L3612-L3625 (sorted)
+# validateContainerCommon, L3876-L3917
+TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
+# a container's own restartPolicy (supportedContainerRestartPolicies L3662, listed sorted;
+# validateContainerRestartPolicy L3683-L3723, validateInitContainerRestartPolicy L3317-L3348)
+CONTAINER_RESTART_POLICIES = ("Always", "Never", "OnFailure")
 _NODE_FIELD_KEYS = ("metadata.name",)  # nodeFieldSelectorValidators
 
 # pkg/apis/scheduling: SystemCriticalPriority = 2 x HighestUserDefinablePriority (1e9); the
@@ -66,7 +73,7 @@ SYSTEM_PRIORITY_CLASSES = {
 TOTAL_ANNOTATION_SIZE = 256 * 1024  # apimachinery TotalAnnotationSizeLimitB
 MAX_INT32 = 2**31 - 1
 
-# helper.standardContainerResources (plus hugepages-*) and helper.standardResources
+# helpers.go standardContainerResources L166-L170 (plus hugepages-*), standardResources L249-L270
 _STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
 _STANDARD_RESOURCES = frozenset(
     {
@@ -92,7 +99,7 @@ _STANDARD_RESOURCES = frozenset(
         "services.loadbalancers",
     }
 )
-# helper.integerResources: counted in whole units (extended resources are too)
+# helpers.go integerResources L277-L287: whole units (extended resources too, L290)
 _INTEGER_RESOURCES = frozenset(
     {
         "pods",
@@ -136,7 +143,7 @@ def _mask_trailing_dash(name: str) -> str:
 def metadata_issues(
     meta: Mapping[str, Any], *, namespaced: bool, check_name: bool = True
 ) -> list[FieldIssue]:
-    """ValidateObjectMeta with NameIsDNSSubdomain (Pods and Nodes), the namespace a DNS label,
+    """ValidateObjectMeta with NameIsDNSSubdomain (Pods, Nodes), the namespace a DNS label,
     label keys qualified names and values label values, annotation keys qualified names
     (lower-cased) within 256 KiB in all."""
     at: Path = ("metadata",)
@@ -177,9 +184,10 @@ def labels_issues(labels: Mapping[str, Any], path: Path) -> list[FieldIssue]:
     return issues
 
 
-# --- node selectors (ValidateNodeSelector, ValidateNodeSelectorTerm,
-#     ValidateNodeSelectorRequirement, ValidateNodeFieldSelectorRequirement,
-#     ValidatePreferredSchedulingTerms, validateNodeAffinity) -----------------------------------
+# --- node selectors: ValidateNodeSelectorRequirement L4956-L4985,
+#     ValidateNodeFieldSelectorRequirement L4992-L5016, ValidateNodeSelectorTerm L5019-L5031,
+#     ValidateNodeSelector L5034-L5047, ValidatePreferredSchedulingTerms L5136-L5149,
+#     validateNodeAffinity L5209-L5222 ---------------------------------------------------------
 
 
 def node_selector_requirement_issues(
@@ -277,8 +285,11 @@ def node_affinity_issues(affinity: Mapping[str, Any], path: Path) -> list[FieldI
     return issues
 
 
-# --- resources (validateResourceRequirements, validateContainerResourceName,
-#     ValidateResourceQuantityValue, validateResourceQuantityHugePageValue) ------------------
+# --- resources: validateResourceRequirements L7826-L7893, validateResourceName L7419-L7435,
+#     validateContainerResourceName L7439-L7452, ValidateResourceQuantityValue L8113-L8122,
+#     ValidateNonnegativeQuantity L380-L386, validateResourceQuantityHugePageValue L7955-L7965;
+#     helpers.go IsNativeResource L198-L201, IsExtendedResourceName L183-L193,
+#     IsOvercommitAllowed L205-L208, IsHugePageResourceValueDivisible L43-L54 --------------
 
 
 def _is_standard_resource(name: str) -> bool:
@@ -395,12 +406,11 @@ def resource_requirements_issues(resources: Mapping[str, Any], path: Path) -> li
     return issues
 
 
-# --- containers (validateContainers, validateInitContainers, validateContainerCommon) ------
+# --- containers: validateContainers L4025-L4070, validateInitContainers L3810-L3872,
+#     validateContainerCommon L3876-L3917 --------------------------------------------------
 
 
-def _containers_issues(
-    containers: list[Any], path: Path, seen: set[str], *, init: bool
-) -> list[FieldIssue]:
+def _containers_issues(containers: list[Any], path: Path, seen: set[str]) -> list[FieldIssue]:
     issues: list[FieldIssue] = []
     for i, item in enumerate(containers):
         body = _map(item)
@@ -422,15 +432,18 @@ def _containers_issues(
             value = body.get(key)
             if value is not None and value not in choices:
                 issues.append(not_supported_issue((*at, key), value, choices))
-        if not init and body.get("restartPolicy") is not None:
-            detail = "may not be set for non-init containers"
-            issues.append(forbidden_issue((*at, "restartPolicy"), detail))
+        restart = body.get("restartPolicy")
+        if restart is not None and restart not in CONTAINER_RESTART_POLICIES:
+            issues.append(
+                not_supported_issue((*at, "restartPolicy"), restart, CONTAINER_RESTART_POLICIES)
+            )
         resources = _map(body.get("resources"))
         issues += resource_requirements_issues(resources, (*at, "resources"))
     return issues
 
 
-# --- the pod spec (ValidatePodSpec) and the Priority admission plugin -----------------------
+# --- the pod spec (ValidatePodSpec L4625-L4734; validateSchedulingGates L4142-L4154) and the
+#     Priority admission plugin -------------------------------------------------------------
 
 
 def _enum_issue(spec: Mapping[str, Any], key: str, choices: Sequence[str]) -> Iterator[FieldIssue]:
@@ -446,9 +459,9 @@ def pod_spec_issues(spec: Mapping[str, Any]) -> list[FieldIssue]:
     seen: set[str] = set()
     if not containers:
         issues.append(required_issue((*at, "containers")))
-    issues += _containers_issues(containers, (*at, "containers"), seen, init=False)
+    issues += _containers_issues(containers, (*at, "containers"), seen)
     init = _items(spec.get("initContainers"))
-    issues += _containers_issues(init, (*at, "initContainers"), seen, init=True)
+    issues += _containers_issues(init, (*at, "initContainers"), seen)
     issues += _enum_issue(spec, "restartPolicy", RESTART_POLICIES)
     issues += _enum_issue(spec, "dnsPolicy", DNS_POLICIES)
     issues += _enum_issue(spec, "preemptionPolicy", PREEMPTION_POLICIES)
@@ -506,7 +519,8 @@ def pod_issues(obj: Mapping[str, Any]) -> list[FieldIssue]:
 
 
 def node_issues(obj: Mapping[str, Any]) -> list[FieldIssue]:
-    """ValidateNode: metadata, and capacity / allocatable amounts (ValidateNodeResources).
+    """ValidateNode (L7178-L7216): metadata, and capacity / allocatable amounts
+    (ValidateNodeResources L7219-L7234).
     The name is not re-checked: a snapshot's Node names come from the API server, and here a
     name only labels a row (shown escaped, never sent anywhere)."""
     issues = metadata_issues(_map(obj.get("metadata")), namespaced=False, check_name=False)
