@@ -393,3 +393,53 @@ def test_check_raises_the_first_issue_as_a_field_error() -> None:
     assert err.value.path == ("spec", "restartPolicy")
     assert err.value.message.startswith('Unsupported value: "x"')
     check_node({"metadata": {"name": "n"}})
+
+
+@pytest.mark.parametrize(
+    ("pod_level", "container", "expected"),
+    [
+        ({"requests": {"cpu": "1"}, "limits": {"cpu": "2", "memory": "1Gi"}}, {}, ""),
+        (
+            {"requests": {"cpu": "3"}, "limits": {"cpu": "2"}},
+            {},
+            'spec.resources.requests: Invalid value: "3": must be less than or equal to cpu '
+            "limit of 2",
+        ),
+        (
+            # the containers ask 1500m in all: an explicit pod request below that is refused
+            {"requests": {"cpu": "1"}},
+            {"requests": {"cpu": "1500m"}},
+            'spec.resources.requests.cpu: Invalid value: "1": must be greater than or equal to '
+            "aggregate container requests of 1500m",
+        ),
+        (
+            # no pod request: it defaults to the containers' 3, over the pod limit of 2
+            {"limits": {"cpu": "2"}},
+            {"requests": {"cpu": "3"}},
+            'spec.resources.requests: Invalid value: "3": must be less than or equal to cpu '
+            "limit of 2",
+        ),
+        (
+            {"requests": {"memory": "1Gi"}, "limits": {"memory": "1Gi"}},
+            {"requests": {"memory": "512Mi"}, "limits": {"memory": "2Gi"}},
+            'spec.containers[0].resources.limits.memory: Invalid value: "2Gi": must be less than '
+            "or equal to pod limits of 1Gi",
+        ),
+        (
+            {"limits": {"nvidia.com/gpu": "1"}},
+            {},
+            'spec.resources.limits.nvidia.com/gpu: Unsupported value: "nvidia.com/gpu": '
+            'supported values: "cpu", "hugepages-", "memory"',
+        ),
+        (
+            {"requests": {"cpu": "1"}, "claims": [{"name": "gpu"}]},
+            {},
+            "spec.resources.claims: Forbidden: claims may not be set for Resources at pod-level",
+        ),
+    ],
+)
+def test_pod_level_resources(pod_level: dict, container: dict, expected: str) -> None:
+    pod = _pod({"resources": container}, resources=pod_level)
+    assert _first(pod) == expected
+    windows = _pod(resources=pod_level, os={"name": "windows"})
+    assert _first(windows) == "spec.resources: Forbidden: may not be set for a windows pod"

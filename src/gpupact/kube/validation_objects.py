@@ -16,22 +16,25 @@ API server does: an omitted restartPolicy, dnsPolicy, imagePullPolicy or
 terminationMessagePolicy is defaulted, not missing, and a limit without a request is also the
 request.
 
-Not checked: volumes, probes, lifecycle hooks, ports, env, security contexts, the pod-level
-`resources` (PodLevelResources) and anything an admission webhook or a LimitRange decides.
+Not checked: volumes, probes, lifecycle hooks, ports, env, security contexts, overhead (the
+RuntimeClass admission sets it) and anything an admission webhook or a LimitRange decides.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from gpupact.errors import FieldError, PathPart
-from gpupact.kube.quantity import Quantity, QuantityError
+from gpupact.kube.quantity import Quantity, QuantityError, format_resource_amount
 from gpupact.kube.requests import (
     HUGEPAGES_PREFIX,
+    aggregate_containers,
     is_extended_resource_name,
     is_hugepages_resource_name,
     is_native_resource,
+    is_supported_pod_level_resource,
+    parse_pod_resources,
 )
 from gpupact.kube.selectors import FIELD_SELECTOR_OPERATORS, IN, NOT_IN
 from gpupact.kube.validation import (
@@ -353,20 +356,35 @@ def _hugepage_issue(name: str, quantity: Quantity, path: Path) -> FieldIssue | N
     )
 
 
-def resource_requirements_issues(resources: Mapping[str, Any], path: Path) -> list[FieldIssue]:
+def resource_requirements_issues(
+    resources: Mapping[str, Any],
+    path: Path,
+    *,
+    name_issues: Callable[[str, Path], list[FieldIssue]] = container_resource_name_issues,
+) -> list[FieldIssue]:
+    """A container's limits and requests, SetDefaults_Pod applied (a limit without a request
+    is also the request)."""
+    limits = {k: _quantity(v) for k, v in _map(resources.get("limits")).items()}
+    requests = {k: _quantity(v) for k, v in _map(resources.get("requests")).items()}
+    requests.update({k: q for k, q in limits.items() if k not in requests})
+    return requirements_issues(limits, requests, path, name_issues)
+
+
+def requirements_issues(
+    limits: Mapping[str, Quantity | None],
+    requests: Mapping[str, Quantity | None],
+    path: Path,
+    name_issues: Callable[[str, Path], list[FieldIssue]],
+) -> list[FieldIssue]:
     """Names and amounts of limits and requests; a request at most its limit, and equal to it
     for a resource that cannot be overcommitted (extended resources, hugepages), whose limit
     is then required; hugepages only beside cpu or memory."""
     issues: list[FieldIssue] = []
     limits_path, requests_path = (*path, "limits"), (*path, "requests")
-    limits = {k: _quantity(v) for k, v in _map(resources.get("limits")).items()}
-    # SetDefaults_Pod: a limit without a request is also the request
-    requests = {k: _quantity(v) for k, v in _map(resources.get("requests")).items()}
-    defaulted = {k: q for k, q in limits.items() if k not in requests}
     qos_named = hugepages = False
     for name, quantity in limits.items():
         at = (*limits_path, name)
-        issues += container_resource_name_issues(name, at)
+        issues += name_issues(name, at)
         if quantity is None:
             continue
         issues += quantity_value_issues(name, quantity, at)
@@ -376,14 +394,12 @@ def resource_requirements_issues(resources: Mapping[str, Any], path: Path) -> li
             if issue is not None:
                 issues.append(issue)
         qos_named = qos_named or name in _QOS_RESOURCES
-    for name, quantity in {**requests, **defaulted}.items():
+    for name, quantity in requests.items():
         at = (*requests_path, name)
-        if name not in defaulted:
-            issues += container_resource_name_issues(name, at)
+        issues += name_issues(name, at)
         if quantity is None:
             continue
-        if name not in defaulted:
-            issues += quantity_value_issues(name, quantity, at)
+        issues += quantity_value_issues(name, quantity, at)
         limit = limits.get(name)
         if name in limits and limit is not None:
             if quantity.compare(limit) != 0 and not _overcommit_allowed(name):
@@ -395,7 +411,7 @@ def resource_requirements_issues(resources: Mapping[str, Any], path: Path) -> li
         elif name not in limits and not _overcommit_allowed(name):
             detail = "Limit must be set for non overcommitable resources"
             issues.append(required_issue(limits_path, detail))
-        if is_hugepages_resource_name(name) and name not in defaulted:
+        if is_hugepages_resource_name(name):
             hugepages = True
             issue = _hugepage_issue(name, quantity, at)
             if issue is not None:
@@ -403,6 +419,88 @@ def resource_requirements_issues(resources: Mapping[str, Any], path: Path) -> li
         qos_named = qos_named or name in _QOS_RESOURCES
     if hugepages and not qos_named:
         issues.append(forbidden_issue(path, "HugePages require cpu or memory"))
+    return issues
+
+
+# --- pod-level resources (PodLevelResources, beta and on since v1.34): validatePodResources
+#     L4736-L4760 and validatePodResourceConsistency L4765-L4840, validatePodResourceName
+#     L7457-L7468; component-helpers resource.supportedPodLevelResources (cpu, memory,
+#     hugepages-*) -----------------------------------------------------------------------------
+
+POD_LEVEL_RESOURCES_SHOWN = ("cpu", "hugepages-", "memory")  # sets.List(SupportedPodLevel...)
+
+
+def pod_resource_name_issues(name: str, path: Path) -> list[FieldIssue]:
+    issues = _name_issues(path, name, label_key_errors(name))
+    if issues:
+        return issues
+    if "/" not in name and not _is_standard_resource(name):
+        return [invalid_issue(path, name, "must be a standard resource type or fully qualified")]
+    if not is_supported_pod_level_resource(name):
+        return [not_supported_issue(path, name, POD_LEVEL_RESOURCES_SHOWN)]
+    return []
+
+
+def _shown(name: str, amount: int) -> Quantity:
+    return Quantity.parse(format_resource_amount(name, amount))
+
+
+def pod_resources_issues(spec: Mapping[str, Any]) -> list[FieldIssue]:
+    """spec.resources after defaulting (a missing pod-level request takes the containers'
+    aggregate or the pod-level limit; hugepage limits the containers'), then: not on a
+    Windows pod, no claims, names cpu / memory / hugepages-*, the requirements rules, pod
+    requests at least the containers' aggregate, hugepage limits at least theirs, and no
+    container limit above the pod's (reported at the container's limit, where the file has
+    it; upstream names `spec.resources.containers[i][name].limits`)."""
+    raw = spec.get("resources")
+    if raw is None:
+        return []
+    at: Path = ("spec", "resources")
+    if _map(spec.get("os")).get("name") == "windows":
+        return [forbidden_issue(at, "may not be set for a windows pod")]
+    body = _map(raw)
+    issues: list[FieldIssue] = []
+    if body.get("claims") is not None:
+        detail = "claims may not be set for Resources at pod-level"
+        issues.append(forbidden_issue((*at, "claims"), detail))
+    try:
+        parsed = parse_pod_resources(spec)
+    except FieldError:
+        return issues  # the parser reports it
+    limits = {k: _quantity(v) for k, v in _map(body.get("limits")).items()}
+    explicit = {k: _quantity(v) for k, v in _map(body.get("requests")).items()}
+    container_limits = aggregate_containers(
+        parsed.containers, parsed.init_containers, lambda c: c.limits
+    )
+    for name, amount in container_limits.items():  # defaultHugePagePodLimits
+        if is_hugepages_resource_name(name) and name not in explicit and name not in limits:
+            limits[name] = _shown(name, amount)
+    requests = dict(explicit)
+    for name, amount in (parsed.pod_level_requests or {}).items():
+        requests.setdefault(name, _shown(name, amount))
+    issues += requirements_issues(limits, requests, at, pod_resource_name_issues)
+    container_requests = aggregate_containers(
+        parsed.containers, parsed.init_containers, lambda c: c.requests
+    )
+    for name, amount in container_requests.items():
+        pod_request, total = requests.get(name), _shown(name, amount)
+        if pod_request is not None and total.compare(pod_request) > 0:
+            detail = f"must be greater than or equal to aggregate container requests of {total}"
+            issues.append(invalid_issue((*at, "requests", name), str(pod_request), detail))
+    for name, amount in container_limits.items():
+        pod_limit, total = limits.get(name), _shown(name, amount)
+        hugepage = is_hugepages_resource_name(name)
+        if hugepage and pod_limit is not None and total.compare(pod_limit) > 0:
+            detail = f"must be greater than or equal to aggregate container limits of {total}"
+            issues.append(invalid_issue((*at, "limits", name), str(pod_limit), detail))
+    for i, container in enumerate(_items(spec.get("containers"))):
+        own = _map(_map(_map(container).get("resources")).get("limits"))
+        for name, value in own.items():
+            limit, pod_limit = _quantity(value), limits.get(name)
+            if limit is not None and pod_limit is not None and limit.compare(pod_limit) > 0:
+                where = ("spec", "containers", i, "resources", "limits", name)
+                detail = f"must be less than or equal to pod limits of {pod_limit}"
+                issues.append(invalid_issue(where, str(limit), detail))
     return issues
 
 
@@ -462,6 +560,7 @@ def pod_spec_issues(spec: Mapping[str, Any]) -> list[FieldIssue]:
     issues += _containers_issues(containers, (*at, "containers"), seen)
     init = _items(spec.get("initContainers"))
     issues += _containers_issues(init, (*at, "initContainers"), seen)
+    issues += pod_resources_issues(spec)
     issues += _enum_issue(spec, "restartPolicy", RESTART_POLICIES)
     issues += _enum_issue(spec, "dnsPolicy", DNS_POLICIES)
     issues += _enum_issue(spec, "preemptionPolicy", PREEMPTION_POLICIES)
