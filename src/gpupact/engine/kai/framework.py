@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import ClassVar
 
 import numpy as np
 
@@ -69,6 +71,11 @@ class KaiResult:
 
 
 class KaiSession:
+    """The framework alone: `session.KaiSession` supplies the actions."""
+
+    # set by the wiring subclass (session.KaiSession); empty here so no action is imported
+    action_table: ClassVar[Mapping[str, Callable[[KaiSession], None]]] = MappingProxyType({})
+
     def __init__(
         self,
         *,
@@ -458,11 +465,9 @@ class KaiSession:
 
     # --- running -------------------------------------------------------------------------------
 
-    def run_with(
-        self, actions: Sequence[str], table: Mapping[str, Callable[[KaiSession], None]]
-    ) -> KaiResult:
-        """Run the named actions from `table` once, in order; the session's decisions."""
-        run_actions(self, actions, table, NotModelledError)
+    def run(self, actions: Sequence[str]) -> KaiResult:
+        """Run the named actions of `action_table` once, in order; the session's decisions."""
+        run_actions(self, actions, self.action_table, NotModelledError)
         return self.result()
 
     def result(self) -> KaiResult:

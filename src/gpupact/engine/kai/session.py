@@ -6,8 +6,6 @@ job order can import it without a cycle; this subclass supplies the action table
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from gpupact.engine.kai import framework
 from gpupact.engine.kai.actions import ACTIONS
 from gpupact.engine.kai.framework import KaiConfig, KaiResult, NotModelledError
@@ -16,8 +14,7 @@ from gpupact.engine.kai.framework import KaiConfig, KaiResult, NotModelledError
 class KaiSession(framework.KaiSession):
     """`framework.KaiSession` with every action of `actions.ACTIONS` runnable by name."""
 
-    def run(self, actions: Sequence[str]) -> KaiResult:
-        return self.run_with(actions, ACTIONS)
+    action_table = ACTIONS
 
 
 __all__ = ["KaiConfig", "KaiResult", "KaiSession", "NotModelledError"]

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -144,6 +144,12 @@ class NodeAnswer:
 
 
 class Session:
+    """The framework alone: `session.Session` supplies the plugin builder and the actions."""
+
+    # set by the wiring subclass (session.Session); empty here so the framework imports neither
+    build_plugin: ClassVar[Callable[[PluginOption], Any]]
+    action_table: ClassVar[Mapping[str, Callable[[Any], None]]] = MappingProxyType({})
+
     def __init__(
         self,
         *,
@@ -152,7 +158,6 @@ class Session:
         podgroups: Sequence[PodGroup],
         queues: Sequence[Queue],
         tiers: Sequence[Sequence[PluginOption]],
-        build_plugin: Callable[[PluginOption], Any],
         priority_classes: Mapping[str, int] | None = None,
         enabled_actions: Iterable[str] = (),
         action_arguments: Mapping[str, Mapping[str, Any]] | None = None,
@@ -208,7 +213,7 @@ class Session:
             self.plugins = []
             for tier in self.tiers:
                 for option in tier:
-                    plugin = build_plugin(option)
+                    plugin = self.build_plugin(option)
                     self.plugins.append(plugin)
             for plugin in self.plugins:
                 plugin.on_session_open(self)
@@ -621,11 +626,9 @@ class Session:
 
     # --- running -------------------------------------------------------------------------------
 
-    def run_with(
-        self, actions: Sequence[str], table: Mapping[str, Callable[[Any], None]]
-    ) -> SessionResult:
-        """Run the named actions from `table` once, in order, and close the session."""
-        run_actions(self, actions, table, NotModelledError)
+    def run(self, actions: Sequence[str]) -> SessionResult:
+        """Run the named actions of `action_table` once, in order, and close the session."""
+        run_actions(self, actions, self.action_table, NotModelledError)
         return self.close()
 
     def close(self) -> SessionResult:

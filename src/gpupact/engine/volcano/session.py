@@ -6,9 +6,6 @@ actions can import it without a cycle; this subclass supplies both tables.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 from gpupact.engine.volcano import framework
 from gpupact.engine.volcano.actions import ACTIONS
 from gpupact.engine.volcano.framework import (
@@ -31,11 +28,8 @@ class Session(framework.Session):
     """`framework.Session` with every plugin of `plugins.PLUGINS` buildable by name and every
     action of `actions.ACTIONS` runnable by name."""
 
-    def __init__(self, **options: Any) -> None:
-        super().__init__(build_plugin=build_plugin, **options)
-
-    def run(self, actions: Sequence[str]) -> SessionResult:
-        return self.run_with(actions, ACTIONS)
+    build_plugin = staticmethod(build_plugin)
+    action_table = ACTIONS
 
 
 __all__ = [
