@@ -213,3 +213,36 @@ def test_candidate_scores_equal_the_kube_reference_with_volcano_weights(seed):
     )
     want = [sum(w * reference[n.name][p] for p, w in WEIGHTS.items()) for n in candidates]
     assert got == want
+
+
+def _gpu_node(name: str) -> dict:
+    alloc = {"cpu": "8", "memory": "16Gi", "nvidia.com/gpu": "8", "pods": "110"}
+    return {"metadata": {"name": name}, "status": {"allocatable": alloc}}
+
+
+def _gpu_pod(name: str, cpu: str, memory: str, gpu: str, node_name: str = "", group="job"):
+    obj = pod(name, group, node_name=node_name)
+    resources = {"requests": {"cpu": cpu, "memory": memory}}
+    if gpu != "0":
+        resources["limits"] = {"nvidia.com/gpu": gpu}
+    obj["spec"]["containers"][0]["resources"] = resources
+    return obj
+
+
+@pytest.mark.parametrize("vectorised", [True, False])
+def test_balanced_allocation_weighs_the_gpu_of_a_gpu_task(vectorised):
+    """nodeorder configures BalancedAllocation over cpu, memory and nvidia.com/gpu: with cpu
+    and memory alike, a GPU task goes where its GPU share stays closest to the others."""
+    running = [
+        _gpu_pod("r1", "4", "8Gi", "0", node_name="n1", group="other"),
+        _gpu_pod("r2", "4", "8Gi", "4", node_name="n2", group="other"),
+    ]
+    nodes = [_gpu_node("n1"), _gpu_node("n2")]
+    tiers = [[GANG, PREDICATES, nodeorder()]]
+    gpu_task = _gpu_pod("p", "1", "1Gi", "1")
+    ssn = session(nodes, [*running, gpu_task], [group("other"), group()], tiers, vectorised)
+    assert ssn.run(["allocate"]).binds == {"ns/p": "n2"}
+    # a task without GPUs leaves the GPU out of the score: the nodes tie, the first wins
+    cpu_task = _gpu_pod("p", "1", "1Gi", "0")
+    ssn = session(nodes, [*running, cpu_task], [group("other"), group()], tiers, vectorised)
+    assert ssn.run(["allocate"]).binds == {"ns/p": "n1"}

@@ -3,9 +3,12 @@ score plugins, each weighted by a plugin argument.
 
 Resource scores, per node: LeastAllocated (cpu 50 / memory 50; leastrequested.weight,
 default 1), MostAllocated (cpu 1 / memory 1; mostrequested.weight, default 0) and
-BalancedAllocation (balancedresource.weight, default 1), on the node's used cpu / memory
-plus the task's request. `nodeOrder` scores one node with the scalar formulas,
-`batchNodeOrder` every node at once with the placement engine's array formulas.
+BalancedAllocation over cpu, memory and nvidia.com/gpu (weight 1 each; balancedresource.weight,
+default 1; the GPU only for a task that asks for one on a node that has some, as kube's
+calculateResourceAllocatableRequest leaves out an extended resource the pod does not request),
+on the node's used amounts plus the task's request. `nodeOrder` scores one node with the
+scalar formulas, `batchNodeOrder` every node at once with the placement engine's array
+formulas.
 
 Preference scores, over the candidate nodes (`candidateNodeOrder`): upstream's batch
 function runs PreScore, Score and NormalizeScore of NodeAffinity (nodeaffinity.weight,
@@ -20,8 +23,8 @@ hardPodAffinityWeight is 0 here (kube-scheduler's default profile has 1).
 
 Not modelled: ImageLocality (imagelocality.weight; no image states in the snapshot),
 PodTopologySpread's system-default constraints (no Services or workload owners in a
-session), non-zero default requests and nvidia.com/gpu as a third BalancedAllocation
-resource (upstream reads requests from the kube NodeInfo)."""
+session); the resource scores read the session's node accounting, where upstream reads the
+kube NodeInfo the predicates plugin keeps (the same amounts for bound and allocated pods)."""
 
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ from gpupact.engine.placement.scheduler import (
 from gpupact.engine.placement.session_filters import SessionFilters
 from gpupact.engine.volcano.plugins.arguments import get_int
 from gpupact.engine.volcano.plugins.base import Plugin
+from gpupact.kube.requests import CPU, MEMORY
 from gpupact.kube.resources_fit import (
     score_balanced_allocation,
     score_least_allocated,
@@ -52,6 +56,7 @@ if TYPE_CHECKING:
     from gpupact.engine.volcano.framework import Session
     from gpupact.engine.volcano.model import NodeInfo, TaskInfo
 
+GPU = "nvidia.com/gpu"  # the third BalancedAllocation resource nodeorder configures
 LEAST_REQUESTED_WEIGHT = 1
 MOST_REQUESTED_WEIGHT = 0
 BALANCED_RESOURCE_WEIGHT = 1
@@ -68,9 +73,18 @@ _WEIGHTS = (50, 50)
 _MOST_WEIGHTS = (1, 1)
 
 
+def _gpu_request(task: TaskInfo) -> int:
+    return int((task.resreq.scalars or {}).get(GPU, 0))
+
+
 def _requested_with(task: TaskInfo, node: NodeInfo) -> tuple[list[int], list[int]]:
+    """cpu, memory and, for a GPU task, nvidia.com/gpu: used plus the task's request."""
     requested = [int(node.used.cpu + task.resreq.cpu), int(node.used.memory + task.resreq.memory)]
     allocatable = [int(node.allocatable.cpu), int(node.allocatable.memory)]
+    gpu = _gpu_request(task)
+    if gpu > 0:
+        requested.append(int((node.used.scalars or {}).get(GPU, 0)) + gpu)
+        allocatable.append(int((node.allocatable.scalars or {}).get(GPU, 0)))
     return requested, allocatable
 
 
@@ -86,21 +100,26 @@ class NodeOrderPlugin(Plugin):
 
         def score(task: TaskInfo, node: NodeInfo) -> int:
             requested, allocatable = _requested_with(task, node)
-            total = least * score_least_allocated(requested, allocatable, _WEIGHTS)
+            req2, alloc2 = requested[:2], allocatable[:2]
+            total = least * score_least_allocated(req2, alloc2, _WEIGHTS)
             if most:
-                total += most * score_most_allocated(requested, allocatable, _MOST_WEIGHTS)
+                total += most * score_most_allocated(req2, alloc2, _MOST_WEIGHTS)
             total += balanced * score_balanced_allocation(requested, allocatable)
             return total
 
         def batch_score(task: TaskInfo) -> np.ndarray:
-            ask = np.array([int(task.resreq.cpu), int(task.resreq.memory)], dtype=np.int64)
-            requested = (table.used + ask).T
-            allocatable = table.alloc.T
-            total = least * nrf.score_least_allocated(requested, allocatable, _WEIGHTS)
+            cols = [table.col[CPU], table.col[MEMORY]]
+            ask = [int(task.resreq.cpu), int(task.resreq.memory)]
+            gpu = _gpu_request(task)
+            if gpu > 0 and GPU in table.col:
+                cols.append(table.col[GPU])
+                ask.append(gpu)
+            requested = (table.used[:, cols] + np.array(ask, dtype=np.int64)).T
+            allocatable = table.alloc[:, cols].T
+            req2, alloc2 = requested[:2], allocatable[:2]
+            total = least * nrf.score_least_allocated(req2, alloc2, _WEIGHTS)
             if most:
-                total = total + most * nrf.score_most_allocated(
-                    requested, allocatable, _MOST_WEIGHTS
-                )
+                total = total + most * nrf.score_most_allocated(req2, alloc2, _MOST_WEIGHTS)
             return total + balanced * nrf.score_balanced_allocation(requested, allocatable)
 
         ssn.add_fn("nodeOrder", self.name, score)
