@@ -173,8 +173,8 @@ def section(tables: list[str], args: argparse.Namespace) -> str:
             f" single-threaded. Load average at the end {m['load']} (the machine is shared:"
             " process CPU time is the steadier figure).",
             "- Upstream: the means in the rangespec.yaml comments (baseline: 5 runs;"
-            " large-scale: 19 periodic CI runs), minimalkueue on envtest. Its wall time is the"
-            " whole runner (API server, generator, recorder), ours the replay alone.",
+            " large-scale: 19 periodic CI runs), minimalkueue on envtest. Its wall time is"
+            " minimalkueue's process (minimalkueue.stats.yaml), ours the replay alone.",
             "- **ideal**: every API write lands at once, cycles cost nothing (the admission"
             " policy alone). **upstream**: the replay's defaults, upstream's pacing: Kueue's"
             f" Workload writes through minimalkueue's client ({MINIMALKUEUE_QPS:g} QPS, burst"
