@@ -263,3 +263,13 @@ def test_the_generator_creates_through_its_own_rate_limit() -> None:
     assert sorted(w.created_ms for w in run.workloads) == [10, 110, 210, 310]
     free = replay(config, IDEAL)
     assert sorted(w.created_ms for w in free.workloads) == [10, 20, 30, 40]
+
+
+def test_a_write_issued_behind_reservations_made_ahead_queues_after_them() -> None:
+    """The scheduler reserves its synchronous writes ahead of the event loop; a write another
+    goroutine issues earlier in simulated time waits behind them, and never refills the
+    bucket backwards."""
+    bucket = _TokenBucket(qps=10, burst=1)
+    assert bucket.reserve(0) == 0
+    assert bucket.reserve(500) == 0  # refilled by then: the scheduler's write, issued at 500
+    assert bucket.reserve(200) == 300 + 100  # issued at 200: after the one at 500, plus a token

@@ -286,13 +286,15 @@ class _TokenBucket:
         self.at = 0
 
     def reserve(self, now: int) -> int:
-        """The delay (ms, rounded up) before a write issued at `now` is sent."""
-        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.per_ms)
-        self.at = now
+        """The delay (ms, rounded up) before a write issued at `now` is sent. The scheduler's
+        own writes are reserved ahead of the event loop (at the simulated moment each one is
+        issued); a write issued meanwhile by another goroutine queues behind them."""
+        at = max(now, self.at)
+        self.tokens = min(self.burst, self.tokens + (at - self.at) * self.per_ms)
+        self.at = at
         self.tokens -= 1
-        if self.tokens >= 0:
-            return 0
-        return math.ceil(-self.tokens / self.per_ms)
+        wait = 0 if self.tokens >= 0 else math.ceil(-self.tokens / self.per_ms)
+        return at - now + wait
 
 
 @dataclass(slots=True)
