@@ -141,7 +141,7 @@ def table(config: str, runs: list[dict]) -> str:
         ("simulated run (last event)", "", lambda r: _seconds(r["simulated_ms"])),
         (
             "wall / process CPU",
-            f"{_seconds(up['wall_ms'])} (runner)",
+            f"{_seconds(up['wall_ms'])} (minimalkueue)",
             lambda r: f"{r['wall_s']:.1f} s / {r['cpu_s']:.1f} s",
         ),
         ("peak memory (RSS)", "", lambda r: f"{r['peak_rss_mib']:,.0f} MiB"),
