@@ -245,16 +245,21 @@ def test_after_expiry_a_higher_priority_workload_must_fit_under_the_lower_nomina
 def test_audit_and_review_see_the_expiry_the_twin_simulates(tmp_path: Path) -> None:
     """The objects compiled while the raise was valid, still applied after its expiry: the
     audit of that cluster reports the expired raise on lab's ClusterQueue with the 8 GPUs too
-    many, the ledger's review of the contract reports it, and neither does before 00:30."""
+    many (and nothing once recompiled after the expiry, the quota the twin drops to), the
+    ledger's review of the contract reports it, and neither does before 00:30."""
     doc = _expiring_contract("2026-11-11T00:30:00Z", LAB_JOBS)
     directory = write(tmp_path / "run", doc, scenario(jobs=[{"contract": True}], load=[]))
     contract_file = str(directory / "contract.yaml")
-    code, out, err = run("compile", contract_file, "--now", "2026-11-11T00:00:00Z", "-o", "json")
-    assert code == 0, err
     snap = tmp_path / "snapshot"
     snap.mkdir()
-    (snap / "objects.json").write_text(out)
     (snap / "nodes.json").write_text(json.dumps(NODE))
+
+    def compile_at(now: str) -> None:
+        code, out, err = run("compile", contract_file, "--now", now, "-o", "json")
+        assert code == 0, err
+        (snap / "objects.json").write_text(out)
+
+    compile_at("2026-11-11T00:00:00Z")
 
     def audit_codes(now: str) -> dict[str, dict]:
         code, out, err = run(
@@ -268,6 +273,8 @@ def test_audit_and_review_see_the_expiry_the_twin_simulates(tmp_path: Path) -> N
     finding = audit_codes("2026-11-11T00:31:00Z")["ClusterQueue lab-gpu"]
     assert "8 GPU(s) too many" in finding["summary"]
     assert any("expired 2026-11-11T00:30:00Z" in e for e in finding["evidence"])
+    compile_at("2026-11-11T00:31:00Z")  # what the twin switched to at the expiry
+    assert audit_codes("2026-11-11T00:31:00Z") == {}
 
     terms = load_contract(directory / "contract.yaml").contract
     expiry = datetime(2026, 11, 11, 0, 30, tzinfo=UTC).timestamp()
