@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from gpupact.engine.admission import (
     AdmissionState,
     ClusterQueue,
+    FeatureGates,
     FlavorQuotas,
     LocalQueue,
     PodSet,
@@ -177,6 +178,8 @@ class ReplayOptions:
     # one API hop: a write's round trip plus the watch delivering it to the other side; the
     # admission's hop is the "bind latency" (Kueue's decision -> the runner starts the run)
     api_latency_ms: int = 0
+    # Kueue's SchedulingEquivalenceHashing gate (on by default since 0.18, on in upstream's run)
+    equivalence_hashing: bool = True
     # count, instead of running, the cycles that repeat a changeless one (same result, see
     # `_Replay.resume`); False runs them all (slow: to check the shortcut)
     skip_repeated_cycles: bool = True
@@ -367,7 +370,10 @@ class _Replay:
                         )
                         arrivals.extend(_arrivals(name, qset))
         self.state = AdmissionState(
-            resource_flavors=[ResourceFlavor(FLAVOR)], cluster_queues=cqs, local_queues=lqs
+            resource_flavors=[ResourceFlavor(FLAVOR)],
+            cluster_queues=cqs,
+            local_queues=lqs,
+            features=FeatureGates(scheduling_equivalence_hashing=opts.equivalence_hashing),
         )
         # UIDs break creation-second ties in the queues, as random UUIDs do upstream
         chains: dict[tuple[str, int], tuple[int, list[int]]] = {}
