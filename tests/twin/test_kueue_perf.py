@@ -9,10 +9,15 @@ import pytest
 
 from gpupact.twin.kueue_perf import (
     BASELINE,
+    IDEAL,
     LARGE_SCALE,
     MILLI,
+    CohortSet,
     PerfConfig,
+    QueuesSet,
     ReplayOptions,
+    WorkloadsSet,
+    WorkloadTemplate,
     _TokenBucket,
     replay,
     standard_config,
@@ -45,9 +50,14 @@ def without_preemption(config: PerfConfig) -> PerfConfig:
     return dataclasses.replace(config, cohorts=cohorts)
 
 
+def ideal(**changes) -> ReplayOptions:
+    return dataclasses.replace(IDEAL, **changes)
+
+
 @pytest.fixture(scope="module")
 def result():
-    return replay(SMALL, ReplayOptions(seed=7))
+    """The admission policy alone: every write lands at once."""
+    return replay(SMALL, ideal(seed=7))
 
 
 def test_upstream_configs_have_upstream_sizes() -> None:
@@ -81,11 +91,12 @@ def test_every_workload_is_admitted_and_finishes(result) -> None:
 
 
 def test_same_seed_same_result(result) -> None:
-    assert replay(SMALL, ReplayOptions(seed=7)) == result
+    assert replay(SMALL, ideal(seed=7)) == result
+    assert replay(SMALL, ReplayOptions(seed=7)) == replay(SMALL, ReplayOptions(seed=7))
 
 
 def test_seed_moves_the_epoch_and_the_uids() -> None:
-    results = {replay(SMALL, ReplayOptions(seed=s)).workloads for s in range(4)}
+    results = {replay(SMALL, ideal(seed=s)).workloads for s in range(4)}
     assert len(results) > 1
 
 
@@ -115,7 +126,7 @@ def test_time_to_admission_is_read_from_whole_second_timestamps(result) -> None:
 def test_usage_is_the_integral_of_admitted_cpu_over_the_monitoring_window() -> None:
     """Without preemption every admission lasts from admission to finish, so the integral can
     be recomputed from the workload records."""
-    run = replay(without_preemption(SMALL), ReplayOptions(seed=3))
+    run = replay(without_preemption(SMALL), ideal(seed=3))
     assert run.preemptions == 0
     requests = {"small": 1, "medium": 5, "large": 20}
     used = sum(
@@ -139,7 +150,7 @@ def test_workloads_run_for_their_runtime_from_admission(result) -> None:
 
 
 def test_rate_limited_writes_delay_the_start_and_stretch_the_run(result) -> None:
-    slow = replay(SMALL, ReplayOptions(seed=7, api_qps=5, api_burst=10))
+    slow = replay(SMALL, ideal(seed=7, kueue_qps=5, kueue_burst=10))
     runtimes = {"small": 200, "medium": 500, "large": 1000}
     late = [w for w in slow.workloads if w.finished_ms - w.admitted_ms > runtimes[w.class_name]]
     assert late
@@ -152,7 +163,7 @@ def test_rate_limited_writes_delay_the_start_and_stretch_the_run(result) -> None
 def test_skipping_repeated_cycles_changes_nothing_but_the_wall_time() -> None:
     """Under the rate limit preemptors wait for their evictions while the scheduler cycles
     every 10 ms; counting those repeats instead of running them gives the same result."""
-    options = ReplayOptions(seed=2, api_qps=5, api_burst=10)
+    options = ReplayOptions(seed=2, kueue_qps=5, kueue_burst=10)
     fast = replay(SMALL, options)
     slow = replay(SMALL, dataclasses.replace(options, skip_repeated_cycles=False))
     assert fast.preemptions > 0
@@ -160,7 +171,7 @@ def test_skipping_repeated_cycles_changes_nothing_but_the_wall_time() -> None:
 
 
 def test_cycles_take_their_simulated_time() -> None:
-    run = replay(SMALL, ReplayOptions(seed=1, cycle_ms=50))
+    run = replay(SMALL, ideal(seed=1, cycle_ms=50))
     assert 0 < run.cycles <= run.simulated_ms // 50 + 1
 
 
@@ -169,3 +180,96 @@ def test_token_bucket_reserves_like_x_time_rate() -> None:
     assert [bucket.reserve(0) for _ in range(4)] == [0, 0, 100, 200]
     # 1 s later the bucket has refilled to its burst
     assert [bucket.reserve(1000) for _ in range(3)] == [0, 0, 100]
+
+
+# --- pacing: Kueue's client, the scheduler's own writes, the API hops ----------------------
+
+
+def one_queue(nominal: int, *sets: tuple[int, int, int, int]) -> PerfConfig:
+    """One ClusterQueue without borrowing or preemption; sets of (count, interval ms, runtime
+    ms, cores), priorities falling in the order given."""
+    workloads_sets = tuple(
+        WorkloadsSet(count, interval, (WorkloadTemplate(f"c{i}", runtime, 100 - i, cores),))
+        for i, (count, interval, runtime, cores) in enumerate(sets)
+    )
+    queues = QueuesSet("cq", 1, nominal, 0, "Never", "Never", workloads_sets)
+    return PerfConfig("one", (CohortSet("cohort", 1, (queues,)),))
+
+
+def test_defaults_are_upstreams_run() -> None:
+    """minimalkueue: 50 QPS / burst 100; the runner on envtest: 1000 / 2000; 1 s requeue batch;
+    the scheduler writes pending conditions."""
+    options = ReplayOptions()
+    assert (options.kueue_qps, options.kueue_burst) == (50, 100)
+    assert (options.runner_qps, options.runner_burst) == (1000, 2000)
+    assert options.requeue_batch_ms == 1000
+    assert options.status_writes and options.api_latency_ms == 0
+
+
+def test_bind_and_finish_hops_hold_the_quota() -> None:
+    """A, created at 100 ms, reaches Kueue one hop later and is admitted; it runs once its
+    admission reached the runner (one hop), and its quota is released once its Finished write
+    reached Kueue (another hop); B, created one interval after A's create returned, does not
+    fit meanwhile and is retried 1 s after that release."""
+    hop = 40
+    run = replay(one_queue(1, (2, 100, 1000, 1)), ideal(api_latency_ms=hop))
+    a, b = sorted(run.workloads, key=lambda w: w.created_ms)
+    assert (a.created_ms, a.admitted_ms) == (100, 100 + hop)
+    assert b.created_ms == 100 + hop + 100
+    assert a.finished_ms == a.admitted_ms + hop + 1000 + hop
+    assert b.admitted_ms == a.finished_ms + 1000
+    assert b.finished_ms == b.admitted_ms + hop + 1000 + hop
+
+
+def test_a_pending_condition_is_written_once_per_change() -> None:
+    """B waits behind A: its QuotaReserved=False condition is patched at the first failed
+    cycle only, C's likewise (equal messages are not rewritten)."""
+    run = replay(one_queue(1, (3, 100, 1000, 1)), ReplayOptions(seed=1))
+    assert run.pending_writes == 2
+    quiet = replay(one_queue(1, (3, 100, 1000, 1)), ReplayOptions(seed=1, status_writes=False))
+    assert quiet.pending_writes == 0
+
+
+def test_the_cycle_waits_for_its_pending_writes() -> None:
+    """At 2 QPS (burst 1) A's admission at 100 ms takes the only token, so the cycle at 150 ms
+    that finds B (2 cores) not fitting blocks until B's pending write gets its token (450 ms
+    later): C, which fits and arrives at 160 ms, is admitted by the next cycle, after the
+    1 ms SlowDown backoff. Without the pending write C is admitted on arrival."""
+    config = one_queue(2, (1, 100, 5000, 1), (1, 150, 5000, 2), (1, 160, 5000, 1))
+
+    def c_admitted(options: ReplayOptions) -> int:
+        run = replay(config, options)
+        return next(w.admitted_ms for w in run.workloads if w.class_name == "c2")
+
+    assert c_admitted(ideal(kueue_qps=2, kueue_burst=1, status_writes=True)) == 150 + 450 + 1
+    assert c_admitted(ideal(kueue_qps=2, kueue_burst=1)) == 160
+
+
+def test_every_kueue_write_takes_a_token() -> None:
+    """The replay is throughput-bound the way upstream's is: admissions, evictions and
+    pending writes all pass the 5 QPS bucket, so the run cannot be shorter than that."""
+    qps, burst = 5, 10
+    run = replay(SMALL, ReplayOptions(seed=4, kueue_qps=qps, kueue_burst=burst))
+    writes = run.admissions + run.preemptions + run.pending_writes
+    assert run.pending_writes > 0
+    assert run.simulated_ms >= (writes - burst) * MILLI // qps
+
+
+def test_the_generator_creates_through_its_own_rate_limit() -> None:
+    """A workloads set is one goroutine: sleep the interval, create (waiting for the client's
+    token), repeat; the creationTimestamp is when the create got through."""
+    config = one_queue(10, (4, 10, 100, 1))
+    run = replay(config, ideal(generator_qps=10, runner_burst=1))
+    assert sorted(w.created_ms for w in run.workloads) == [10, 110, 210, 310]
+    free = replay(config, IDEAL)
+    assert sorted(w.created_ms for w in free.workloads) == [10, 20, 30, 40]
+
+
+def test_a_write_issued_behind_reservations_made_ahead_queues_after_them() -> None:
+    """The scheduler reserves its synchronous writes ahead of the event loop; a write another
+    goroutine issues earlier in simulated time waits behind them, and never refills the
+    bucket backwards."""
+    bucket = _TokenBucket(qps=10, burst=1)
+    assert bucket.reserve(0) == 0
+    assert bucket.reserve(500) == 0  # refilled by then: the scheduler's write, issued at 500
+    assert bucket.reserve(200) == 300 + 100  # issued at 200: after the one at 500, plus a token

@@ -3,19 +3,22 @@
 Upstream generates ClusterQueues, LocalQueues and Workloads from a generator config, lets a
 minimal Kueue admit them, "runs" every admitted workload for its class's runtime and records
 ClusterQueue usage and time to admission (facts and file paths: docs/kueue-perf.md). Here the
-same objects go through gpupact's admission engine, driven by a seeded discrete-event loop:
+same objects go through gpupact's admission engine, driven by a seeded discrete-event loop
+paced the way upstream's run is (`ReplayOptions`; `IDEAL` turns the pacing off):
 
-- workload k (0-based) of a workloads set is created at (k + 1) * creationIntervalMs, every set
-  of every ClusterQueue in parallel (the generator sleeps before each create);
-- the scheduler runs cycles back to back while some ClusterQueue has an active head; a cycle
-  takes `cycle_ms` of simulated time, and after a cycle without admission the next waits
-  Kueue's SlowDown backoff (1 ms doubling to 10 ms); with no active head it sleeps until an
-  event brings one (Kueue blocks in `Heads`);
-- an admitted workload runs from the moment its admission reaches the API server (at once,
-  or after the client rate limiter when `api_qps` is set) for its runtime, then finishes and
-  releases its quota;
-- a preempted workload stops when its eviction reaches the API server, releases its quota and
-  is queued again (the runner clears its quota reservation; Kueue requeues it);
+- every workloads set of every ClusterQueue is a generator goroutine: sleep the interval,
+  create (through the runner's client rate limit), repeat; the creation timestamp is when the
+  create gets through;
+- the scheduler runs cycles back to back while some ClusterQueue has an active head. A cycle
+  admits (the admission patch goes out asynchronously through Kueue's client rate limit),
+  issues evictions and patches every pending head whose QuotaReserved=False condition changed,
+  and waits for those two kinds of writes before it ends; after a cycle without admission the
+  next waits Kueue's SlowDown backoff (1 ms doubling to 10 ms); with no active head it sleeps
+  until an event brings one (Kueue blocks in `Heads`);
+- an admitted workload runs from the moment its admission reaches the runner, for its
+  runtime; the runner then writes Finished and Kueue releases the quota when it sees it;
+- a preempted workload's eviction reaches the runner, which clears its quota reservation; Kueue
+  then releases its quota and queues it again;
 - a released quota retries the inadmissible workloads of the cohort tree only after Kueue's
   requeuer batch period (`requeue_batch_ms`, upstream 1 s), deduplicated per root cohort.
 
@@ -36,6 +39,7 @@ from dataclasses import dataclass, field
 from gpupact.engine.admission import (
     AdmissionState,
     ClusterQueue,
+    FeatureGates,
     FlavorQuotas,
     LocalQueue,
     PodSet,
@@ -55,6 +59,12 @@ SLOW_DOWN_MAX_MS = 10  # maxBackoff
 REQUEUE_BATCH_MS = 1000  # kueue pkg/cache/queue: requeueBatchPeriod
 MINIMALKUEUE_QPS = 50.0  # test/performance/scheduler/minimalkueue/main.go
 MINIMALKUEUE_BURST = 100
+ENVTEST_QPS = 1000.0  # controller-runtime pkg/envtest/server.go: the runner's rest.Config
+ENVTEST_BURST = 2000
+PARALLEL_PREEMPTIONS = 8  # kueue pkg/scheduler/preemption: eviction patches in flight
+# kueue pkg/controller/core/workload_controller.go: the condition it writes on a workload the
+# runner put back to the legacy "Pending" reason
+PENDING_EVALUATION = ("PendingEvaluation", "Workload is pending evaluation in the scheduling queue")
 
 
 # --- the generator config (test/performance/scheduler/runner/generator) -------------------
@@ -144,18 +154,39 @@ CONFIGS = {c.name: c for c in (BASELINE, LARGE_SCALE)}
 
 @dataclass(frozen=True, slots=True)
 class ReplayOptions:
+    """The replay's pacing. Defaults are upstream's run (minimalkueue on envtest, facts and
+    sources in docs/kueue-perf.md); `IDEAL` turns every delay off."""
+
     seed: int = 0
-    # simulated duration of one scheduling cycle (0: cycles are instantaneous)
+    # simulated compute time of one scheduling cycle, fixed and per head (0: instantaneous)
     cycle_ms: int = 0
+    head_cost_us: int = 0
     # Kueue's inadmissible requeue batch period; 0 retries at once
     requeue_batch_ms: int = REQUEUE_BATCH_MS
-    # Kueue's API client rate limit (token bucket) for admission and eviction writes;
-    # None: writes land at once
-    api_qps: float | None = None
-    api_burst: int = MINIMALKUEUE_BURST
+    # Kueue's client rate limit (token bucket) for its Workload writes (admission, eviction,
+    # pending condition); None: writes are sent at once
+    kueue_qps: float | None = MINIMALKUEUE_QPS
+    kueue_burst: int = MINIMALKUEUE_BURST
+    # the runner's clients: the generator's creates, and the "kubelet" (Finished, clearing an
+    # evicted workload's reservation); one bucket each
+    generator_qps: float | None = ENVTEST_QPS
+    runner_qps: float | None = ENVTEST_QPS
+    runner_burst: int = ENVTEST_BURST
+    # the scheduler patches a head's QuotaReserved=False condition when its reason or message
+    # changed, waiting for the write inside the cycle (requeueAndUpdate)
+    status_writes: bool = True
+    # one API hop: a write's round trip plus the watch delivering it to the other side; the
+    # admission's hop is the "bind latency" (Kueue's decision -> the runner starts the run)
+    api_latency_ms: int = 0
+    # Kueue's SchedulingEquivalenceHashing gate (on by default since 0.18, on in upstream's run)
+    equivalence_hashing: bool = True
     # count, instead of running, the cycles that repeat a changeless one (same result, see
     # `_Replay.resume`); False runs them all (slow: to check the shortcut)
     skip_repeated_cycles: bool = True
+
+
+# every write lands at once, cycles cost nothing: the admission policy alone
+IDEAL = ReplayOptions(kueue_qps=None, generator_qps=None, runner_qps=None, status_writes=False)
 
 
 # --- results (runner/recorder/recorder.go) --------------------------------------------------
@@ -206,6 +237,10 @@ class ReplayResult:
     cycles: int
     admissions: int
     preemptions: int
+    pending_writes: int  # the scheduler's QuotaReserved=False patches
+    average_bind_ms: int  # admission decision -> the runner starts the run
+    average_cycle_ms: int  # scheduling cycles that ran (compute + the writes they wait for)
+    max_cycle_ms: int
     simulated_ms: int
     max_usage: dict[str, int]  # per ClusterQueue, mCPU (the recorder's CPUMaxUsage)
     usage_limit: dict[str, int]  # per ClusterQueue: nominal + borrowingLimit, mCPU
@@ -213,9 +248,9 @@ class ReplayResult:
 
 # --- the replay ----------------------------------------------------------------------------
 
-# event kinds, in the order they are handled at the same instant: quota releases first, then
-# retries, then arrivals, then the cycle that sees all of them
-_FINISH, _EVICT, _REQUEUE, _CREATE, _CYCLE = range(5)
+# event kinds, in the order they are handled at the same instant: the runner's writes, quota
+# releases, then retries, then arrivals, then the cycle that sees all of them
+_RUN_END, _RUNNER_EVICT, _FINISH, _EVICT, _REQUEUE, _GENERATE, _CREATE, _CYCLE = range(8)
 
 
 @dataclass(slots=True)
@@ -254,13 +289,15 @@ class _TokenBucket:
         self.at = 0
 
     def reserve(self, now: int) -> int:
-        """The delay (ms, rounded up) before a write issued at `now` is sent."""
-        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.per_ms)
-        self.at = now
+        """The delay (ms, rounded up) before a write issued at `now` is sent. The scheduler's
+        own writes are reserved ahead of the event loop (at the simulated moment each one is
+        issued); a write issued meanwhile by another goroutine queues behind them."""
+        at = max(now, self.at)
+        self.tokens = min(self.burst, self.tokens + (at - self.at) * self.per_ms)
+        self.at = at
         self.tokens -= 1
-        if self.tokens >= 0:
-            return 0
-        return math.ceil(-self.tokens / self.per_ms)
+        wait = 0 if self.tokens >= 0 else math.ceil(-self.tokens / self.per_ms)
+        return at - now + wait
 
 
 @dataclass(slots=True)
@@ -285,7 +322,20 @@ class _Replay:
     preemptions: int = 0
     now: int = 0
     phase: int = 0  # sub-second offset of the simulated epoch (timestamps are truncated)
-    bucket: _TokenBucket | None = None
+    kueue_bucket: _TokenBucket | None = None
+    runner_bucket: _TokenBucket | None = None
+    generator_bucket: _TokenBucket | None = None
+    # per workloads set of every ClusterQueue: its interval and its workloads, in order
+    chains: list[tuple[int, list[int]]] = field(default_factory=list)
+    specs: dict[int, tuple[str, str, WorkloadTemplate, str]] = field(default_factory=dict)
+    repeat_cost: int = 0  # simulated ms of the last changeless cycle (compute only)
+    # per workload, its QuotaReserved=False (reason, message) as last written; None: reserved
+    written: dict[str, tuple[str, str] | None] = field(default_factory=dict)
+    pending_writes: int = 0
+    bind_total: int = 0
+    cycle_total: int = 0
+    cycles_run: int = 0
+    cycle_max: int = 0
 
     def push(self, at: int, kind: int, payload: object) -> None:
         self.seq += 1
@@ -296,8 +346,13 @@ class _Replay:
     def build(self) -> None:
         rng = random.Random(self.options.seed)
         self.phase = rng.randrange(MILLI)
-        if self.options.api_qps is not None:
-            self.bucket = _TokenBucket(self.options.api_qps, self.options.api_burst)
+        opts = self.options
+        if opts.kueue_qps is not None:
+            self.kueue_bucket = _TokenBucket(opts.kueue_qps, opts.kueue_burst)
+        if opts.runner_qps is not None:
+            self.runner_bucket = _TokenBucket(opts.runner_qps, opts.runner_burst)
+        if opts.generator_qps is not None:
+            self.generator_bucket = _TokenBucket(opts.generator_qps, opts.runner_burst)
         cqs, lqs = [], []
         arrivals = []
         for cohort_set in self.config.cohorts:
@@ -315,24 +370,26 @@ class _Replay:
                         )
                         arrivals.extend(_arrivals(name, qset))
         self.state = AdmissionState(
-            resource_flavors=[ResourceFlavor(FLAVOR)], cluster_queues=cqs, local_queues=lqs
+            resource_flavors=[ResourceFlavor(FLAVOR)],
+            cluster_queues=cqs,
+            local_queues=lqs,
+            features=FeatureGates(scheduling_equivalence_hashing=opts.equivalence_hashing),
         )
         # UIDs break creation-second ties in the queues, as random UUIDs do upstream
-        for at, namespace, name, template in sorted(arrivals, key=lambda a: (a[0], a[1], a[2])):
+        chains: dict[tuple[str, int], tuple[int, list[int]]] = {}
+        for at, namespace, name, template, set_index, interval in sorted(
+            arrivals, key=lambda a: (a[0], a[1], a[2])
+        ):
             wid = len(self.workloads)
-            created = self.stamp(at)
-            wl = Workload(
-                name,
-                (PodSet("main", 1, {CPU: template.request * MILLI}),),
-                namespace=namespace,
-                queue_name=namespace,
-                priority=template.priority,
-                creation_time=created,
-                uid=f"{rng.getrandbits(128):032x}",
-            )
-            self.workloads.append(_Workload(wl.key, template, namespace, at))
-            self.ids[wl.key] = wid
-            self.push(at, _CREATE, wl)
+            uid = f"{rng.getrandbits(128):032x}"
+            self.workloads.append(_Workload(f"{namespace}/{name}", template, namespace, at))
+            self.ids[f"{namespace}/{name}"] = wid
+            self.specs[wid] = (name, namespace, template, uid)
+            chains.setdefault((namespace, set_index), (interval, []))[1].append(wid)
+        # every workloads set is a goroutine of the generator: sleep, create, repeat
+        self.chains = list(chains.values())
+        for chain, (interval, _) in enumerate(self.chains):
+            self.push(interval, _GENERATE, (chain, 0))
 
     def stamp(self, at: int) -> int:
         """A simulated time as a metav1.Time sees it: whole seconds of the epoch."""
@@ -342,7 +399,16 @@ class _Replay:
 
     def run(self) -> None:
         events = self.events
-        handlers = (self.on_finish, self.on_evict, self.on_requeue, self.on_create, self.on_cycle)
+        handlers = (
+            self.on_run_end,
+            self.on_runner_evict,
+            self.on_finish,
+            self.on_evict,
+            self.on_requeue,
+            self.on_generate,
+            self.on_create,
+            self.on_cycle,
+        )
         while events:
             at, kind, _, payload = heapq.heappop(events)
             self.now = at
@@ -371,8 +437,8 @@ class _Replay:
         while at < self.now:
             skipped += 1
             self.slow_downs += 1
-            step = self.options.cycle_ms + _backoff(self.slow_downs)
-            if step == self.options.cycle_ms + SLOW_DOWN_MAX_MS:  # constant from here on
+            step = self.repeat_cost + _backoff(self.slow_downs)
+            if step == self.repeat_cost + SLOW_DOWN_MAX_MS:  # constant from here on
                 n = -(-(self.now - at) // step)
                 skipped += n - 1
                 self.slow_downs += n - 1
@@ -403,8 +469,39 @@ class _Replay:
             self.requeue_due.add(root)
             self.push(self.now + self.options.requeue_batch_ms, _REQUEUE, (root, cluster_queue))
 
-    def write_delay(self) -> int:
-        return 0 if self.bucket is None else self.bucket.reserve(self.now)
+    def kueue_write(self, at: int) -> int:
+        """When a Kueue Workload write issued at `at` has been seen by the other side."""
+        wait = 0 if self.kueue_bucket is None else self.kueue_bucket.reserve(at)
+        return at + wait + self.options.api_latency_ms
+
+    def runner_write(self, at: int) -> int:
+        """When a runner write issued at `at` has been seen by Kueue."""
+        wait = 0 if self.runner_bucket is None else self.runner_bucket.reserve(at)
+        return at + wait + self.options.api_latency_ms
+
+    def on_generate(self, payload: tuple[int, int]) -> None:
+        """The generator creates the next workload of a set; the API server stamps its
+        creationTimestamp when the request gets through the client's rate limiter."""
+        chain, k = payload
+        interval, wids = self.chains[chain]
+        wid = wids[k]
+        name, namespace, template, uid = self.specs.pop(wid)
+        wait = 0 if self.generator_bucket is None else self.generator_bucket.reserve(self.now)
+        sent = self.now + wait
+        self.workloads[wid].created = sent
+        wl = Workload(
+            name,
+            (PodSet("main", 1, {CPU: template.request * MILLI}),),
+            namespace=namespace,
+            queue_name=namespace,
+            priority=template.priority,
+            creation_time=self.stamp(sent),
+            uid=uid,
+        )
+        returned = sent + self.options.api_latency_ms
+        self.push(returned, _CREATE, wl)
+        if k + 1 < len(wids):
+            self.push(returned + interval, _GENERATE, (chain, k + 1))
 
     def on_create(self, wl: Workload) -> None:
         self.touch(self.workloads[self.ids[wl.key]].cluster_queue)
@@ -430,12 +527,24 @@ class _Replay:
         self.notify_requeue(w.cluster_queue)
         self.change()
 
+    def on_run_end(self, payload: tuple[int, int]) -> None:
+        """The runner's reconcile after the runtime: its Finished write, seen by Kueue later."""
+        self.push(self.runner_write(self.now), _FINISH, payload)
+
+    def on_runner_evict(self, payload: tuple[int, int]) -> None:
+        """The runner saw the Evicted condition: it clears the quota reservation."""
+        self.push(self.runner_write(self.now), _EVICT, payload)
+
     def on_evict(self, payload: tuple[int, int]) -> None:
         wid, attempt = payload
         w = self.workloads[wid]
         if w.attempt != attempt or w.finished is not None:
             return  # finished before the eviction reached the API server
         w.attempt += 1
+        # Kueue's workload controller rewrites the runner's legacy "Pending" condition: one
+        # more write through Kueue's client, off the scheduler's goroutine
+        self.kueue_write(self.now)
+        self.written[w.key] = PENDING_EVALUATION
         where = self.state.complete_eviction(w.key, requeue_inadmissible=False)
         self.touch(w.cluster_queue)
         self.notify_requeue(w.cluster_queue)
@@ -451,19 +560,39 @@ class _Replay:
         self.cycles += 1
         changed, self.changed = self.changed, False
         result = self.state.schedule_cycle(self.now + self.phase)
+        opts = self.options
+        heads = len(result.admitted) + len(result.left_pending)
+        compute = opts.cycle_ms + -(-heads * opts.head_cost_us // MILLI)
+        busy = self.now + compute  # the scheduler goroutine's clock
         touched = set()
+        # admission patches run in goroutines: the cycle does not wait for them, and the
+        # Admitted condition's lastTransitionTime is stamped when the patch is prepared
         for admitted in result.admitted:
-            w = self.workloads[self.ids[admitted.key]]
+            wid = self.ids[admitted.key]
+            w = self.workloads[wid]
             w.admitted = self.now
             w.attempt += 1
-            started = self.now + self.write_delay()
-            self.push(started + w.template.runtime_ms, _FINISH, (self.ids[w.key], w.attempt))
+            self.written[w.key] = None
+            started = self.kueue_write(self.now)
+            self.bind_total += started - self.now
+            self.push(started + w.template.runtime_ms, _RUN_END, (wid, w.attempt))
             touched.add(w.cluster_queue)
-        for preempted in result.preempted:
+        # evictions are patched inside the cycle, PARALLEL_PREEMPTIONS at a time
+        for i, preempted in enumerate(result.preempted):
             wid = self.ids[preempted.key]
             w = self.workloads[wid]
             w.evictions += 1
-            self.push(self.now + self.write_delay(), _EVICT, (wid, w.attempt))
+            seen = self.kueue_write(self.now) + i // PARALLEL_PREEMPTIONS * opts.api_latency_ms
+            busy = max(busy, seen)
+            self.push(seen, _RUNNER_EVICT, (wid, w.attempt))
+        # then every head left pending whose condition changed, one write after the other
+        if opts.status_writes:
+            for p in result.left_pending:
+                status = (p.reason, p.message)
+                if self.written.get(p.key) != status:
+                    self.written[p.key] = status
+                    self.pending_writes += 1
+                    busy = self.kueue_write(busy)
         for name in sorted(touched):
             self.touch(name)
         self.admissions += len(result.admitted)
@@ -472,12 +601,16 @@ class _Replay:
             self.slow_downs = 0
         else:
             self.slow_downs += 1
-        self.next_cycle_at = self.now + self.options.cycle_ms + _backoff(self.slow_downs)
+        self.next_cycle_at = busy + _backoff(self.slow_downs)
+        self.cycles_run += 1
+        self.cycle_total += busy - self.now
+        self.cycle_max = max(self.cycle_max, busy - self.now)
         outcome = None
         if not result.admitted and not result.preempted:
-            outcome = tuple((p.key, p.reason, p.state) for p in result.left_pending)
+            outcome = tuple((p.key, p.reason, p.message, p.state) for p in result.left_pending)
         repeated = outcome is not None and not changed and outcome == self.last_outcome
-        if repeated and self.options.skip_repeated_cycles:
+        if repeated and opts.skip_repeated_cycles and busy == self.now + compute:
+            self.repeat_cost = compute
             self.spinning = True
             return
         self.last_outcome = outcome
@@ -496,6 +629,10 @@ class _Replay:
             cycles=self.cycles,
             admissions=self.admissions,
             preemptions=self.preemptions,
+            pending_writes=self.pending_writes,
+            average_bind_ms=self.bind_total // max(1, self.admissions),
+            average_cycle_ms=self.cycle_total // max(1, self.cycles_run),
+            max_cycle_ms=self.cycle_max,
             simulated_ms=self.now,
             max_usage={name: q.max_usage for name, q in self.queues.items()},
             usage_limit={name: q.limit for name, q in self.queues.items()},
@@ -536,16 +673,20 @@ def _cluster_queue(name: str, cohort: str, qset: QueuesSet) -> ClusterQueue:
     )
 
 
-def _arrivals(namespace: str, qset: QueuesSet) -> list[tuple[int, str, str, WorkloadTemplate]]:
-    """Every workload of one ClusterQueue with its creation time (generateWlSet)."""
+def _arrivals(
+    namespace: str, qset: QueuesSet
+) -> list[tuple[int, str, str, WorkloadTemplate, int, int]]:
+    """Every workload of one ClusterQueue with its creation time when nothing delays the
+    generator (generateWlSet: k x interval), its set and the set's interval."""
     out = []
     for set_index, wl_set in enumerate(qset.workloads_sets):
         k = 0
+        interval = wl_set.creation_interval_ms
         for si in range(wl_set.count):
             for i, template in enumerate(wl_set.workloads):
                 k += 1
                 name = f"{template.class_name}-{set_index}-{si}-{i}"
-                out.append((k * wl_set.creation_interval_ms, namespace, name, template))
+                out.append((k * interval, namespace, name, template, set_index, interval))
     return out
 
 
