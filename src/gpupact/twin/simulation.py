@@ -35,6 +35,7 @@ from gpupact.engine.admission import reasons as kueue_reasons
 from gpupact.engine.admission.cycle import CycleResult
 from gpupact.engine.gang import PodGroup
 from gpupact.engine.placement.scheduler import Profile, Scheduler
+from gpupact.kube.objects import Node, Pod
 from gpupact.kube.resources_fit import DEFAULT_RESOURCES, ResourceSpec
 from gpupact.plan.serving import replica_serving
 from gpupact.twin.autoscaler import Autoscaler
@@ -123,15 +124,11 @@ class Simulation:
         self.autoscaler = Autoscaler(
             list(self.world.pools.values()), enabled=scenario.autoscaler.enabled
         )
-        nodes = []
-        for name, pool in self.autoscaler.pools.items():
-            count = self.autoscaler.minimum_nodes(name, self._prewarm(name, 0.0))
-            for _ in range(count):
-                nodes.append(pool.template.node(pool.next_index))
-                pool.next_index += 1
-        state = ClusterState.from_nodes(nodes)
+        nodes, bound, pool_of_node = self._initial_cluster()
+        state = ClusterState.from_nodes(nodes, bound)
         for row, node in enumerate(nodes):
-            self.autoscaler.pools[node.labels["nodepool"]].rows.append(row)
+            if node.name in pool_of_node:
+                self.autoscaler.pools[pool_of_node[node.name]].rows.append(row)
         self.state = state
         self.control = ControlPlane(
             state,
@@ -144,7 +141,7 @@ class Simulation:
         )
         if self.world.volcano_actions is not None:
             self.control.volcano_actions = self.world.volcano_actions
-        self.pool_of_node = {n.name: n.labels["nodepool"] for n in nodes}
+        self.pool_of_node = pool_of_node
         self.services: dict[str, ServiceRun] = {}
         for name, template in self.world.services.items():
             self.services[name] = self._service_run(template)
@@ -163,6 +160,18 @@ class Simulation:
         self._reconcile()  # the services' minimum replicas run from t = 0
 
     # --- setup --------------------------------------------------------------------------
+
+    def _initial_cluster(self) -> tuple[list[Node], list[Pod], dict[str, str]]:
+        """The nodes at t = 0, the pods already bound to them, and each pool node's pool:
+        here each pool's minimum of template nodes and no pods (a ClusterSimulation starts
+        from a real cluster instead)."""
+        nodes = []
+        for name, pool in self.autoscaler.pools.items():
+            count = self.autoscaler.minimum_nodes(name, self._prewarm(name, 0.0))
+            for _ in range(count):
+                nodes.append(pool.template.node(pool.next_index))
+                pool.next_index += 1
+        return nodes, [], {n.name: n.labels["nodepool"] for n in nodes}
 
     def _service_run(self, template: ServiceTemplate) -> ServiceRun:
         contract = self.world.contract

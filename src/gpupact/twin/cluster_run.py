@@ -1,0 +1,277 @@
+"""The twin run forward from a real cluster (initial_state.py) instead of empty template nodes.
+
+What differs from a Simulation:
+- t = 0 is the cluster as read, the contract's objects applied to it; the pool minimums the
+  cluster lacks are ordered at the first autoscaler scan, with their cold start;
+- carried pods hold their nodes until their estimated end (pod_end.py), then leave; one
+  preempted or evicted is replaced by its controller (a pending copy that, once placed, runs
+  its estimated remainder again: the work it lost is not counted back) or, a bare pod, is
+  gone;
+- an admitted Workload releases its quota when the last of its pods ends;
+- a contract service's replica created at t = 0 cold-starts (image pull, model load): only
+  the replicas adopted from the cluster were serving before the run.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from gpupact.kube.objects import Node, Pod, parse_pod
+from gpupact.twin.control import PodRecord
+from gpupact.twin.initial_state import OUTSIDE, CarriedPod, ClusterView, starting_state
+from gpupact.twin.metrics import Usage
+from gpupact.twin.pod_end import rule_of
+from gpupact.twin.scenario import LoadedScenario
+from gpupact.twin.simulation import Replica, Simulation
+
+CARRIED = "carried"  # the shape tag of a carried pod's record
+
+
+class ClusterSimulation(Simulation):
+    def __init__(
+        self, loaded: LoadedScenario, view: ClusterView, *, seed: int | None = None
+    ) -> None:
+        self.view = view
+        self.carried: dict[str, CarriedPod] = {}  # by the key of the pod holding the place now
+        self.adopted: set[str] = set()  # replica names taken over from the cluster
+        self._copies = 0
+        super().__init__(loaded, seed=seed)
+
+    # --- t = 0 ------------------------------------------------------------------------------
+
+    def _initial_cluster(self) -> tuple[list[Node], list[Pod], dict[str, str]]:
+        start = starting_state(self.view, self.world)
+        self.start_state = start
+        self.world.admission = start.admission
+        names = {n.name for n in start.nodes}
+        for name, pool in self.autoscaler.pools.items():
+            # the pool's new nodes are named <pool>-<n>: past any real node named that way
+            taken = [
+                int(m.group(1))
+                for n in names
+                if (m := re.fullmatch(rf"{re.escape(name)}-(\d+)", n)) is not None
+            ]
+            pool.next_index = max(taken, default=-1) + 1
+        return start.nodes, [c.pod for c in start.pods], dict(start.pool_of_node)
+
+    def _schedule_sources(self) -> None:
+        self._carry_pods()
+        super()._schedule_sources()
+
+    def _carry_pods(self) -> None:
+        for c in self.start_state.pods:
+            pod = c.pod
+            if c.service is not None:
+                run = self.services[c.service]
+                template = run.template
+                rec = PodRecord(
+                    pod,
+                    pod.name,
+                    template.workload_class,
+                    template.tenant,
+                    c.gpus,
+                    0.0,
+                    scheduler=pod.scheduler_name,
+                    shape=("service", c.service, ""),
+                    bound_at=0.0,
+                    node=pod.node_name,
+                )
+                self.control.bound[pod.key] = rec
+                replica = Replica(pod.name, [pod.key], 0.0, ready_at=0.0)
+                run.replicas.append(replica)
+                self.replica_of[pod.name] = (run, replica)
+                self.adopted.add(pod.name)
+                continue
+            self.control.bound[pod.key] = self._record(c, pod, bound=True)
+            self.carried[pod.key] = c
+            if c.end.remaining is not None:
+                self._at(c.end.remaining, "carried_done", pod.key)
+        admission = self.world.admission
+        for key, pods in self.start_state.workload_pods.items():
+            if not pods:  # its pods are not running (left out with the pending ones)
+                admission.finish(key)
+
+    def _record(self, c: CarriedPod, pod: Pod, *, bound: bool) -> PodRecord:
+        return PodRecord(
+            pod,
+            f"{CARRIED}/{c.end.owner}",
+            c.workload_class,
+            c.tenant,
+            c.gpus,
+            self.now,
+            scheduler=pod.scheduler_name,
+            shape=(CARRIED, pod.key),
+            bound_at=self.now if bound else None,
+            node=pod.node_name if bound else None,
+        )
+
+    # --- carried pods come and go -----------------------------------------------------------
+
+    def _on_carried_done(self, key: str) -> None:
+        c = self.carried.get(key)
+        rec = self.control.bound.get(key)
+        if c is None or rec is None:
+            return  # evicted and replaced since
+        del self.carried[key]
+        self.control.remove(key, self.now)
+        self._close_usage(rec)
+        self._pod_gone(c, key)
+        self.metrics.event(
+            self.now, "carried-done", key, f"{c.end.owner} ended ({c.end.basis}), GPUs free"
+        )
+        self._dirty = True
+
+    def _pod_gone(self, c: CarriedPod, key: str) -> None:
+        """A Workload's pod has ended: the last one releases its quota."""
+        pods = self.start_state.workload_pods.get(c.workload or "")
+        if pods is None or key not in pods:
+            return
+        pods.discard(key)
+        if not pods:
+            self.world.admission.finish(c.workload)  # type: ignore[arg-type]
+            self.metrics.event(self.now, "workload-done", c.workload or "", "quota released")
+
+    def _lose_pod(self, rec: PodRecord, why: str) -> None:
+        c = self.carried.pop(rec.key, None)
+        if c is None:
+            super()._lose_pod(rec, why)
+            return
+        self.control.remove(rec.key, self.now)
+        if rec.key not in self.control.terminating:
+            self._close_usage(rec)
+        self.metrics.lose(rec, self.now)
+        if not c.end.recreated:
+            self._pod_gone(c, rec.key)
+            self.metrics.event(self.now, "carried-gone", rec.key, f"bare pod {why}")
+            return
+        self._copies += 1
+        pod = _pending_copy(c.pod, f"{c.pod.name}-r{self._copies}")
+        self.carried[pod.key] = replace(c, pod=pod)
+        pods = self.start_state.workload_pods.get(c.workload or "")
+        if pods is not None and rec.key in pods:
+            pods.discard(rec.key)
+            pods.add(pod.key)
+        self.control.submit(self._record(c, pod, bound=False))
+        self.metrics.event(self.now, "restart", rec.key, f"{c.end.owner} recreates it ({why})")
+
+    def _started(self, rec: PodRecord) -> None:
+        c = self.carried.get(rec.key)
+        if c is not None:  # a replacement placed: it runs its estimated remainder
+            if rec.key in self.control.bound and c.end.remaining is not None:
+                self._at(self.now + c.end.remaining, "carried_done", rec.key)
+            return
+        super()._started(rec)
+        owner = self.replica_of.get(rec.owner)
+        if owner is None:
+            return
+        run, replica = owner
+        # only the adopted replicas were serving before t = 0; the contract's new ones start
+        if replica.name not in self.adopted and replica.ready_at == 0.0:
+            replica.ready_at = run.template.pod_start_s
+
+    def _usage(self, rec: PodRecord, end: float | None) -> Usage:
+        usage = super()._usage(rec, end)
+        if rec.shape[:1] == (CARRIED,) and not rec.tenant:
+            return replace(usage, tenant=OUTSIDE)
+        return usage
+
+    # --- results ----------------------------------------------------------------------------
+
+    def result(self) -> dict[str, Any]:
+        out = super().result()
+        out["startingState"] = self.starting_report()
+        out["startingPods"] = [
+            {
+                "pod": c.pod.key,
+                "node": c.pod.node_name,
+                "owner": c.end.owner,
+                "kind": c.end.kind,
+                "class": c.workload_class,
+                "gpus": round(c.gpus, 4),
+                "endsAt": None if c.end.remaining is None else round(c.end.remaining, 3),
+                "basis": c.end.basis,
+            }
+            for c in self.start_state.pods
+            if c.service is None and c.gpus > 0
+        ]
+        return out
+
+    def starting_report(self) -> dict[str, Any]:
+        start = self.start_state
+        view = start.view
+        estimates: dict[str, dict[str, Any]] = {}
+        for c in start.pods:
+            if c.service is not None or c.gpus <= 0:
+                continue
+            kind = c.end.kind
+            row = estimates.setdefault(
+                kind,
+                {
+                    "rule": rule_of(kind),
+                    "pods": 0,
+                    "gpus": 0.0,
+                    "endsInRun": 0,
+                    "heldThroughRun": 0,
+                    "bases": Counter(),
+                },
+            )
+            row["pods"] += 1
+            row["gpus"] = round(row["gpus"] + c.gpus, 4)
+            ends = c.end.remaining is not None and c.end.remaining < self.duration
+            row["endsInRun" if ends else "heldThroughRun"] += 1
+            row["bases"][c.end.basis] += 1
+        for row in estimates.values():
+            row["bases"] = dict(sorted(row["bases"].items()))
+        adopted = Counter(c.service for c in start.pods if c.service is not None)
+        observed = view.observed
+        return {
+            "source": view.source,
+            "observedAt": None
+            if observed is None
+            else datetime.fromtimestamp(observed, tz=UTC).isoformat(),
+            "nodes": {
+                "total": len(start.nodes),
+                "byPool": dict(sorted(Counter(start.pool_of_node.values()).items())),
+                "outsidePools": len(start.nodes) - len(start.pool_of_node),
+            },
+            "pods": {
+                "carried": len(start.pods),
+                "withGpus": sum(1 for c in start.pods if c.gpus > 0),
+                "adoptedReplicas": dict(sorted(adopted.items())),  # type: ignore[arg-type]
+                "pendingLeftOut": start.pending_left_out,
+                "onUnknownNodes": start.on_unknown_nodes,
+            },
+            "estimates": dict(sorted(estimates.items())),
+            "kueue": start.kueue,
+        }
+
+
+def _pending_copy(pod: Pod, name: str) -> Pod:
+    """The pod its controller creates in place of an evicted one: same spec (and priority),
+    no node, Pending."""
+    raw = copy.deepcopy(dict(pod.raw))
+    meta = dict(raw.get("metadata") or {})
+    meta["name"] = name
+    meta.pop("deletionTimestamp", None)
+    meta["uid"] = f"{meta.get('uid', '')}-{name}"
+    spec = dict(raw.get("spec") or {})
+    spec.pop("nodeName", None)
+    spec["priority"] = pod.priority
+    raw.update(metadata=meta, spec=spec, status={"phase": "Pending"})
+    return parse_pod(raw)
+
+
+def simulate_from(
+    loaded: LoadedScenario,
+    view: ClusterView,
+    *,
+    seed: int | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> dict[str, Any]:
+    return ClusterSimulation(loaded, view, seed=seed).run(progress)

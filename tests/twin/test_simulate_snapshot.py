@@ -1,0 +1,410 @@
+"""`gpupact simulate --snapshot DIR | --context CTX`: the twin started from a real cluster with
+the contract applied to it. The cluster here: two inference nodes (already labelled
+`nodepool: gpu-inference`) each filled by a pod of a team outside the contract, a batch node
+Karpenter launched for `gpu-batch`, and a CPU node in no pool."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from twin_helpers import contract, scenario, write
+from typer.testing import CliRunner
+
+import gpupact.cli.simulate  # noqa: F401  (registers `simulate`)
+from gpupact.cli.cluster_start import view_of
+from gpupact.cli.main import app
+from gpupact.ops.model import SnapshotBuilder
+from gpupact.twin.initial_state import OUTSIDE, ClusterView, node_pool, starting_state
+from gpupact.twin.pod_end import CONTROLLER_RULE, RUN_RULE, estimate_end
+from gpupact.twin.run import load_all
+from gpupact.twin.world import build_world
+
+SNAPSHOT_TIME = datetime(2026, 11, 10, 12, 0, tzinfo=UTC)
+FOREIGN_PRIORITY = 1_000_000_000  # above every contract class: kube-scheduler evicts nothing
+Obj = dict[str, Any]
+
+
+def stamp(before: timedelta = timedelta(0)) -> str:
+    return (SNAPSHOT_TIME - before).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def node(name: str, labels: dict[str, str], *, gpus: int = 8) -> Obj:
+    alloc = {"cpu": "96", "memory": "1000Gi", "pods": "110"}
+    gfd = {}
+    if gpus:
+        alloc["nvidia.com/gpu"] = str(gpus)
+        gfd = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.count": "8"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "uid": f"uid-{name}",
+            "creationTimestamp": stamp(timedelta(days=30)),
+            "labels": {"kubernetes.io/hostname": name, **gfd, **labels},
+        },
+        "spec": {},
+        "status": {
+            "capacity": alloc,
+            "allocatable": alloc,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "lastHeartbeatTime": stamp(),
+                    "lastTransitionTime": stamp(timedelta(days=30)),
+                }
+            ],
+        },
+    }
+
+
+def owner(kind: str, name: str, api: str) -> Obj:
+    return {
+        "apiVersion": api,
+        "kind": kind,
+        "name": name,
+        "uid": f"uid-{kind}-{name}",
+        "controller": True,
+    }
+
+
+def pod(
+    name: str,
+    node_name: str,
+    *,
+    age: timedelta,
+    owned_by: Obj | None,
+    gpus: int = 8,
+    labels: dict[str, str] | None = None,
+    spec: Obj | None = None,
+) -> Obj:
+    meta: Obj = {
+        "name": name,
+        "namespace": "research",
+        "uid": f"uid-{name}",
+        "creationTimestamp": stamp(age + timedelta(seconds=20)),
+        "labels": dict(labels or {}),
+    }
+    if owned_by is not None:
+        meta["ownerReferences"] = [owned_by]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {
+            "nodeName": node_name,
+            "priority": FOREIGN_PRIORITY,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.example/train:1",
+                    "resources": {
+                        "requests": {"cpu": "8", "nvidia.com/gpu": str(gpus)},
+                        "limits": {"nvidia.com/gpu": str(gpus)},
+                    },
+                }
+            ],
+            **(spec or {}),
+        },
+        "status": {"phase": "Running", "startTime": stamp(age)},
+    }
+
+
+def cluster(pods: list[Obj], extra: list[Obj] = ()) -> dict[str, list[Obj]]:
+    nodes = [
+        node("inf-a", {"nodepool": "gpu-inference"}),
+        node("inf-b", {"nodepool": "gpu-inference"}),
+        node("train-x", {"karpenter.sh/nodepool": "gpu-batch"}),
+        node("cpu-1", {}, gpus=0),
+    ]
+    return {"nodes.json": nodes, "pods.json": pods, "extra.json": list(extra)}
+
+
+def write_snapshot(directory: Path, files: dict[str, list[Obj]]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, items in files.items():
+        body = {"apiVersion": "v1", "kind": "List", "items": items}
+        (directory / name).write_text(json.dumps(body, indent=1))
+    return directory
+
+
+def job_pods(age: timedelta) -> list[Obj]:
+    job = owner("Job", "train", "batch/v1")
+    return [
+        pod("train-a", "inf-a", age=age, owned_by=job),
+        pod("train-b", "inf-b", age=age, owned_by=job),
+    ]
+
+
+def deployment_pods() -> list[Obj]:
+    rs = owner("ReplicaSet", "serve-7d4f9", "apps/v1")
+    hashed = {"pod-template-hash": "7d4f9"}
+    return [
+        pod("serve-7d4f9-a", "inf-a", age=timedelta(hours=3), owned_by=rs, labels=hashed),
+        pod("serve-7d4f9-b", "inf-b", age=timedelta(hours=3), owned_by=rs, labels=hashed),
+    ]
+
+
+def scenario_dir(tmp_path: Path) -> Path:
+    doc = scenario(jobs=[], duration="3h")
+    return write(tmp_path / "scen", contract(), doc)
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, ["simulate", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def simulate_json(scen: Path, *source: str) -> dict[str, Any]:
+    code, out, err = run_cli(str(scen), *source, "-o", "json", "--report", "-", "--full")
+    assert code == 0, err
+    return json.loads(out)[0]
+
+
+def online_waits(result: dict[str, Any]) -> list[dict[str, Any]]:
+    return [w for w in result["timeToGpu"] if w["class"] == "online-infer"]
+
+
+def first_replicas_wait(result: dict[str, Any]) -> set[float]:
+    """The waits of the service's replicas made at t = 0 (its minimum): the longest ones;
+    replicas the HPA adds once the service serves find room at once."""
+    replicas = contract()["services"][0]["replicas"]["min"]
+    waits = sorted(w["seconds"] for w in online_waits(result))
+    assert all(w == 0 for w in waits[:-replicas])
+    return set(waits[-replicas:])
+
+
+# --- the online service waits for the foreign Job pods ------------------------------------
+
+
+def test_online_service_waits_until_the_job_pods_end(tmp_path: Path) -> None:
+    age = timedelta(minutes=50)
+    snap = write_snapshot(tmp_path / "snap", cluster(job_pods(age)))
+    result = simulate_json(scenario_dir(tmp_path), "--snapshot", str(snap))
+    waits = online_waits(result)
+    replicas = contract()["services"][0]["replicas"]["min"]
+    # the Job pods, 50 minutes old, end after as long again: the replicas made at t = 0 bind
+    # then (those the HPA adds later find room at once)
+    first = [w for w in waits if w["seconds"] == age.total_seconds()]
+    assert len(first) == replicas
+    assert all(not w["censored"] and w["seconds"] <= age.total_seconds() for w in waits)
+    assert result["summary"]["promises"]["online-infer"]["kept"] is False
+    done = [e for e in result["events"] if e["kind"] == "carried-done"]
+    assert {e["subject"] for e in done} == {"research/train-a", "research/train-b"}
+    state = result["startingState"]
+    assert state["nodes"] == {
+        "total": 4,
+        "byPool": {"gpu-batch": 1, "gpu-inference": 2},
+        "outsidePools": 1,
+    }
+    assert state["observedAt"] == SNAPSHOT_TIME.isoformat()
+    job = state["estimates"]["Job"]
+    assert job["rule"] == RUN_RULE
+    assert (job["pods"], job["gpus"], job["endsInRun"], job["bases"]) == (2, 16, 2, {"age": 2})
+    pods = {p["pod"]: p for p in result["startingPods"]}
+    assert pods["research/train-a"]["endsAt"] == age.total_seconds()
+    assert pods["research/train-a"]["class"] == OUTSIDE
+    # the foreign GPUs are accounted outside the contract's tenants
+    assert result["summary"]["gpuHoursByTenant"][OUTSIDE] == pytest.approx(
+        2 * 8 * age.total_seconds() / 3600, abs=0.005
+    )
+
+
+def test_job_deadline_wins_over_the_age_estimate(tmp_path: Path) -> None:
+    age = timedelta(hours=1)
+    deadline = 5400  # seconds from the Job's startTime: it is cut 30 minutes after the snapshot
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "train", "namespace": "research", "uid": "uid-Job-train"},
+        "spec": {"activeDeadlineSeconds": deadline, "template": {"spec": {"containers": []}}},
+        "status": {"startTime": stamp(age)},
+    }
+    snap = write_snapshot(tmp_path / "snap", cluster(job_pods(age), [job]))
+    result = simulate_json(scenario_dir(tmp_path), "--snapshot", str(snap))
+    left = deadline - age.total_seconds()
+    assert first_replicas_wait(result) == {left}
+    assert result["startingState"]["estimates"]["Job"]["bases"] == {"activeDeadlineSeconds": 2}
+
+
+def test_deployment_pods_never_end_and_the_service_never_starts(tmp_path: Path) -> None:
+    snap = write_snapshot(tmp_path / "snap", cluster(deployment_pods()))
+    scen = scenario_dir(tmp_path)
+    result = simulate_json(scen, "--snapshot", str(snap))
+    waits = online_waits(result)
+    assert waits and all(w["censored"] for w in waits)
+    assert all(w["seconds"] == result["summary"]["durationSeconds"] for w in waits)
+    state = result["startingState"]["estimates"]["Deployment"]
+    assert state["rule"] == CONTROLLER_RULE
+    assert (state["pods"], state["heldThroughRun"], state["endsInRun"]) == (2, 2, 0)
+    assert not [e for e in result["events"] if e["kind"] == "carried-done"]
+    # the terminal summary says which estimate each kind got
+    code, out, err = run_cli(str(scen), "--snapshot", str(snap), "--report", "-")
+    assert code == 0, err
+    assert "Deployment: 2 pod(s), 16 GPUs; 0 end within the 3.0h run, 2 hold through it" in out
+    assert CONTROLLER_RULE in " ".join(out.split())
+
+
+def test_template_run_is_unchanged_without_a_cluster(tmp_path: Path) -> None:
+    """Without --snapshot the service starts on the pool's template nodes at once."""
+    result = simulate_json(scenario_dir(tmp_path))
+    assert "startingState" not in result
+    assert all(w["seconds"] == 0 for w in online_waits(result))
+
+
+# --- the starting state itself ------------------------------------------------------------
+
+
+def _view(pods: list[Obj]) -> ClusterView:
+    """The cluster read through ops' builder (as the directory reader does), at its time."""
+    builder = SnapshotBuilder(source="test")
+    for group in cluster(pods).values():
+        for obj in group:
+            builder.add(obj)
+    return view_of(builder.finish(), SNAPSHOT_TIME.timestamp())
+
+
+def test_nodes_join_pools_they_name_and_get_the_compiled_patch(tmp_path: Path) -> None:
+    loaded = load_all(scenario_dir(tmp_path))[0]
+    world = build_world(loaded)
+    start = starting_state(_view([]), world)
+    assert start.pool_of_node == {
+        "inf-a": "gpu-inference",
+        "inf-b": "gpu-inference",
+        "train-x": "gpu-batch",
+    }
+    nodes = {n.name: n for n in start.nodes}
+    patch = world.bundle.node_patches["gpu-inference"]
+    for key, value in patch["metadata"]["labels"].items():
+        assert nodes["inf-a"].labels[key] == value
+    assert [(t.key, t.value, t.effect) for t in nodes["inf-a"].taints] == [
+        (t["key"], t["value"], t["effect"]) for t in patch["spec"]["taints"]
+    ]
+    assert nodes["cpu-1"].taints == () and "nodepool" not in nodes["cpu-1"].labels
+    assert node_pool(nodes["cpu-1"], list(world.pools)) is None
+
+
+def test_end_estimates_by_owner_kind() -> None:
+    view = _view(
+        [
+            pod("bare", "inf-a", age=timedelta(minutes=10), owned_by=None, gpus=1),
+            pod(
+                "ds",
+                "inf-a",
+                age=timedelta(minutes=10),
+                owned_by=owner("DaemonSet", "dcgm", "apps/v1"),
+                gpus=0,
+            ),
+            pod(
+                "capped",
+                "inf-b",
+                age=timedelta(minutes=10),
+                owned_by=None,
+                gpus=1,
+                spec={"activeDeadlineSeconds": 900},
+            ),
+        ]
+    )
+    ends = {p.name: estimate_end(p, view.observed, view.jobs) for p in view.pods}
+    assert (ends["bare"].kind, ends["bare"].remaining, ends["bare"].basis) == ("Pod", 600, "age")
+    assert ends["bare"].recreated is False
+    assert (ends["ds"].kind, ends["ds"].remaining) == ("DaemonSet", None)
+    assert (ends["capped"].remaining, ends["capped"].basis) == (300, "activeDeadlineSeconds")
+    unknown = estimate_end(view.pods[0], None, {})
+    assert (unknown.remaining, unknown.basis) == (None, "unknown-age")
+
+
+def test_lower_priority_foreign_pods_are_preempted_and_recreated(tmp_path: Path) -> None:
+    """Real kube-scheduler evicts lower-priority pods for the online class: the twin does too,
+    and the Deployment recreates its pods, which then wait."""
+    pods = deployment_pods()
+    for p in pods:
+        p["spec"]["priority"] = 0
+    snap = write_snapshot(tmp_path / "snap", cluster(pods))
+    result = simulate_json(scenario_dir(tmp_path), "--snapshot", str(snap))
+    assert result["summary"]["preemptions"].get(OUTSIDE, 0) >= 1
+    restarts = [e for e in result["events"] if e["kind"] == "restart"]
+    assert restarts and all("Deployment research/serve" in e["text"] for e in restarts)
+    waits = online_waits(result)
+    assert waits and all(not w["censored"] for w in waits)
+
+
+def test_adopted_replicas_serve_from_the_start(tmp_path: Path) -> None:
+    """A running pod of the contract's service is one of its replicas: no new one is made."""
+    loaded = load_all(scenario_dir(tmp_path))[0]
+    world = build_world(loaded)
+    template = world.services["chat"]
+    labels = {"app.kubernetes.io/name": "chat", "gpupact.io/class": "online-infer"}
+    mine = []
+    for i, name in enumerate(("inf-a", "inf-b")):
+        obj = pod(f"chat-{i}", name, age=timedelta(hours=5), owned_by=None, gpus=1, labels=labels)
+        obj["metadata"]["namespace"] = template.pod.namespace
+        mine.append(obj)
+    snap = write_snapshot(tmp_path / "snap", cluster(mine))
+    result = simulate_json(scenario_dir(tmp_path), "--snapshot", str(snap))
+    assert result["startingState"]["pods"]["adoptedReplicas"] == {"chat": 2}
+    assert online_waits(result) == []  # nothing new had to be placed
+    assert result["summary"]["services"]["chat"]["peakReady"] == 2
+
+
+# --- bad input: exit 2, one located line --------------------------------------------------
+
+
+def test_missing_snapshot_directory(tmp_path: Path) -> None:
+    code, _, err = run_cli(str(scenario_dir(tmp_path)), "--snapshot", str(tmp_path / "nope"))
+    assert code == 2
+    assert "no such directory" in err and "Traceback" not in err
+
+
+def test_malformed_snapshot_json_is_located(tmp_path: Path) -> None:
+    snap = write_snapshot(tmp_path / "snap", cluster(job_pods(timedelta(hours=1))))
+    (snap / "pods.json").write_text('{"apiVersion": "v1", "kind": "List",\n "items": [}\n')
+    code, _, err = run_cli(str(scenario_dir(tmp_path)), "--snapshot", str(snap))
+    assert code == 2
+    assert "pods.json:2" in err and "Traceback" not in err
+
+
+def test_bad_field_in_a_snapshot_pod_is_located(tmp_path: Path) -> None:
+    pods = job_pods(timedelta(hours=1))
+    pods[1]["spec"]["priority"] = "high"
+    snap = write_snapshot(tmp_path / "snap", cluster(pods))
+    code, _, err = run_cli(str(scenario_dir(tmp_path)), "--snapshot", str(snap))
+    assert code == 2
+    assert "pods.json:" in err and "spec.priority" in err
+
+
+def test_snapshot_and_context_together(tmp_path: Path) -> None:
+    snap = write_snapshot(tmp_path / "snap", cluster([]))
+    code, _, err = run_cli(str(scenario_dir(tmp_path)), "--snapshot", str(snap), "--context", "x")
+    assert code == 2 and "not both" in err
+
+
+# --- live: the ops tests' API-server stand-in -----------------------------------------------
+
+
+def test_context_reads_the_live_cluster_read_only(tmp_path: Path) -> None:
+    pytest.importorskip("kubernetes")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
+    from test_ops_live import TOKEN, FakeApiServer
+
+    age = timedelta(minutes=40)
+    snap = write_snapshot(tmp_path / "snap", cluster(job_pods(age)))
+    scen = scenario_dir(tmp_path)
+    offline = simulate_json(scen, "--snapshot", str(snap))
+    with FakeApiServer(snap) as server:
+        config = server.kubeconfig(tmp_path)
+        live = simulate_json(
+            scen, "--context", "fake", "--kubeconfig", str(config), "--now", stamp()
+        )
+        methods = {m for m, _, _ in server.requests}
+        auth = {a for _, _, a in server.requests}
+    assert methods == {"GET"} and auth == {f"Bearer {TOKEN}"}
+    assert live["startingState"]["source"] == "context fake"
+    assert online_waits(live) == online_waits(offline)
+    assert first_replicas_wait(live) == {age.total_seconds()}
