@@ -408,3 +408,142 @@ def test_context_reads_the_live_cluster_read_only(tmp_path: Path) -> None:
     assert live["startingState"]["source"] == "context fake"
     assert online_waits(live) == online_waits(offline)
     assert first_replicas_wait(live) == {age.total_seconds()}
+
+
+# --- Kueue: the compiled objects over the cluster's -----------------------------------------
+
+KUEUE_API = "kueue.x-k8s.io/v1beta1"
+
+
+def workload(name: str, namespace: str, queue: str, job: str, admitted: tuple[str, str] | None):
+    """A Workload of one 8-GPU pod; `admitted`: (ClusterQueue, flavor)."""
+    status: Obj = {"conditions": []}
+    if admitted is not None:
+        status["conditions"] = [
+            {"type": "QuotaReserved", "status": "True", "lastTransitionTime": stamp()},
+            {"type": "Admitted", "status": "True", "lastTransitionTime": stamp()},
+        ]
+        status["admission"] = {
+            "clusterQueue": admitted[0],
+            "podSetAssignments": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "flavors": {"nvidia.com/gpu": admitted[1]},
+                    "resourceUsage": {"nvidia.com/gpu": "8"},
+                }
+            ],
+        }
+    requests = {"nvidia.com/gpu": "8"}
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "Workload",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"uid-wl-{name}",
+            "creationTimestamp": stamp(timedelta(hours=1)),
+            "ownerReferences": [owner("Job", job, "batch/v1")],
+        },
+        "spec": {
+            "queueName": queue,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {"containers": [{"name": "m", "resources": {"requests": requests}}]}
+                    },
+                }
+            ],
+        },
+        "status": status,
+    }
+
+
+def cluster_queue(name: str, flavor: str) -> Obj:
+    quota = [{"name": "nvidia.com/gpu", "nominalQuota": 8}]
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["nvidia.com/gpu"],
+                    "flavors": [{"name": flavor, "resources": quota}],
+                }
+            ],
+        },
+    }
+
+
+def kueue_cluster() -> list[Obj]:
+    flavor = {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": "old"}}
+    local = {
+        "apiVersion": KUEUE_API,
+        "kind": "LocalQueue",
+        "metadata": {"name": "research-q", "namespace": "research"},
+        "spec": {"clusterQueue": "research-gpu"},
+    }
+    return [
+        flavor,
+        cluster_queue("lab-gpu", "old"),  # the contract compiles its own lab-gpu
+        cluster_queue("research-gpu", "old"),  # not the contract's: stays
+        local,
+        workload("lab-train", "lab", "lab-batch", "lab-train", ("lab-gpu", "gpu-batch")),
+        workload("stale", "lab", "lab-batch", "stale", ("lab-gpu", "old")),
+        workload("queued", "research", "research-q", "queued", None),
+    ]
+
+
+def test_kueue_objects_reconciled_and_admitted_quota_held_until_pods_end(tmp_path: Path) -> None:
+    age = timedelta(minutes=30)
+    lab_pod = pod("lab-train-0", "train-x", age=age, owned_by=owner("Job", "lab-train", "batch/v1"))
+    lab_pod["metadata"]["namespace"] = "lab"
+    snap = write_snapshot(tmp_path / "snap", cluster([lab_pod], kueue_cluster()))
+    doc = scenario(
+        duration="2h",
+        jobs=[
+            {
+                "name": "embed",
+                "tenant": "lab",
+                "class": "batch",
+                "perHour": 30,
+                "pods": 1,
+                "gpusPerPod": 8,
+                "duration": "10m",
+                "end": "20m",
+            }
+        ],
+    )
+    scen = write(tmp_path / "scen", contract(), doc)
+    result = simulate_json(scen, "--snapshot", str(snap))
+    kueue = result["startingState"]["kueue"]
+    assert "ClusterQueue lab-gpu" in kueue["replacedByContract"]
+    assert "ClusterQueue research-gpu" in kueue["keptFromCluster"]
+    assert kueue["admittedWorkloads"] == 1
+    assert kueue["admittedOutsideQueues"] == ["lab/stale"]
+    assert kueue["pendingWorkloadsLeftOut"] == 1
+    released = [e for e in result["events"] if e["kind"] == "workload-done"]
+    assert [(e["t"], e["subject"]) for e in released] == [(age.total_seconds(), "lab/lab-train")]
+    admitted = [e["t"] for e in result["events"] if e["kind"] == "admitted"]
+    # lab's 8 GPUs of quota are the running workload's until its pod ends
+    assert admitted and min(admitted) >= age.total_seconds()
+    assert result["summary"]["quotaBlockedWorkloads"] >= 1
+
+
+def test_now_without_a_cluster_is_bad_input(tmp_path: Path) -> None:
+    code, _, err = run_cli(str(scenario_dir(tmp_path)), "--now", stamp())
+    assert code == 2 and "--snapshot or --context" in err
+
+
+def test_html_report_is_written_from_a_snapshot_run(tmp_path: Path) -> None:
+    snap = write_snapshot(tmp_path / "snap", cluster(job_pods(timedelta(minutes=5))))
+    report = tmp_path / "report.html"
+    code, out, err = run_cli(
+        str(scenario_dir(tmp_path)), "--snapshot", str(snap), "--report", str(report)
+    )
+    assert code == 0, err
+    assert report.stat().st_size > 0 and "started from" in out

@@ -193,6 +193,8 @@ def simulate(
     moment = parse_now(now).timestamp() if now is not None else None
     loaded = load_all(scenario)
     start = read_start(snapshot, context, kubeconfig, moment)
+    if start is None and now is not None:
+        raise InputError("--now is the time of a cluster: give it with --snapshot or --context")
     results = []
     show = stderr.is_terminal
     with Progress(
