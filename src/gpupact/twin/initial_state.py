@@ -21,8 +21,8 @@ the twin's layer may not import). The contract's compiled objects are applied to
 - Kueue: the compiled objects replace same-named ones (kind, namespace, name); the others
   stay, since `kubectl apply` deletes nothing it was not given. Admitted Workloads keep their
   quota until their pods end; one whose ClusterQueue is gone or no longer holds its flavor
-  keeps running, uncharged (Kueue does not evict an admitted workload when its queue's spec
-  changes). Workloads not admitted are left out (counted), like pending pods.
+  (or whose WorkloadPriorityClass is gone) keeps running, uncharged: Kueue does not evict an
+  admitted workload when its queue's spec changes. Workloads not admitted are left out (counted), like pending pods.
 """
 
 from __future__ import annotations
@@ -199,6 +199,7 @@ def reconcile_kueue(
             kept.append(obj)
     merged = [*compiled, *kept]
     queues = {_key(o)[2]: o for o in merged if _key(o)[0] == "ClusterQueue"}
+    priority_classes = {_key(o)[2] for o in merged if _key(o)[0] == "WorkloadPriorityClass"}
     admitted: list[Mapping[str, Any]] = []
     owners: dict[str, tuple[str, str]] = {}
     outside: list[str] = []
@@ -216,7 +217,10 @@ def reconcile_kueue(
         key = parsed.workload.key
         queue = queues.get(parsed.admission.cluster_queue)
         used = {f for psa in parsed.admission.pod_sets for f in psa.flavors.values()}
-        if queue is None or not used <= _flavors_of(queue):
+        unknown_class = (
+            parsed.priority_class is not None and parsed.priority_class not in priority_classes
+        )
+        if queue is None or not used <= _flavors_of(queue) or unknown_class:
             outside.append(key)
         else:
             admitted.append(obj)
