@@ -547,3 +547,62 @@ def test_html_report_is_written_from_a_snapshot_run(tmp_path: Path) -> None:
     )
     assert code == 0, err
     assert report.stat().st_size > 0 and "started from" in out
+
+
+# --- the acme contract over the ops tests' snapshots ------------------------------------------
+
+OPS_FIXTURES = Path(__file__).resolve().parents[1] / "ops" / "fixtures"
+ACME = Path(__file__).resolve().parents[2] / "examples" / "acme" / "contract.yaml"
+
+
+def acme_scenario(tmp_path: Path) -> Path:
+    directory = tmp_path / "acme"
+    directory.mkdir()
+    (directory / "contract.yaml").write_text(ACME.read_text())
+    doc = scenario(
+        metadata={"name": "acme-tomorrow"},
+        start="2026-11-11T08:00:00+08:00",
+        duration="1h",
+        load=[{"service": "cs-agent", "rps": [{"at": "0s", "value": 20}]}],
+        jobs=[{"contract": True}],
+    )
+    (directory / "scenario.yaml").write_text(json.dumps(doc))
+    return directory
+
+
+def bound_pods(folder: Path) -> list[Obj]:
+    pods = json.loads((folder / "pods.json").read_text())["items"]
+    return [
+        p
+        for p in pods
+        if p["kind"] == "Pod"
+        and p["spec"].get("nodeName")
+        and p["status"].get("phase") not in ("Succeeded", "Failed")
+    ]
+
+
+@pytest.mark.parametrize("name", ["healthy", "quota-exhausted", "gang-half-started", "mig-nodes"])
+def test_acme_over_ops_snapshots(name: str, tmp_path: Path) -> None:
+    folder = OPS_FIXTURES / name
+    result = simulate_json(acme_scenario(tmp_path), "--snapshot", str(folder))
+    state = result["startingState"]
+    assert state["pods"]["carried"] == len(bound_pods(folder))
+    carried_gpu_pods = sum(row["pods"] for row in state["estimates"].values())
+    assert carried_gpu_pods == len(result["startingPods"])
+
+
+def test_leaderworkerset_groups_adopted_only_whole(tmp_path: Path) -> None:
+    folder = OPS_FIXTURES / "gang-half-started"
+    result = simulate_json(acme_scenario(tmp_path), "--snapshot", str(folder))
+    groups: dict[str, list[Obj]] = {}
+    for p in bound_pods(folder):
+        if p["metadata"].get("labels", {}).get("app.kubernetes.io/name") == "llm-70b-tp4":
+            group = p["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
+            groups.setdefault(group, []).append(p)
+    whole = [g for g, members in groups.items() if len(members) == 4]  # size 4 (tp4)
+    partial = [p for g, members in groups.items() if len(members) != 4 for p in members]
+    assert whole and partial
+    adopted = result["startingState"]["pods"]["adoptedReplicas"]
+    assert adopted["llm-70b-tp4"] == len(whole)
+    carried = {p["pod"] for p in result["startingPods"]}
+    assert {f"finance/{p['metadata']['name']}" for p in partial} <= carried

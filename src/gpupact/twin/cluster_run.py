@@ -22,13 +22,14 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from gpupact.engine.gang import PodGroup
 from gpupact.kube.objects import Node, Pod, parse_pod
 from gpupact.twin.control import PodRecord
 from gpupact.twin.initial_state import OUTSIDE, CarriedPod, ClusterView, starting_state
 from gpupact.twin.metrics import Usage
 from gpupact.twin.pod_end import rule_of
 from gpupact.twin.scenario import LoadedScenario
-from gpupact.twin.simulation import Replica, Simulation
+from gpupact.twin.simulation import Replica, ServiceRun, Simulation
 
 CARRIED = "carried"  # the shape tag of a carried pod's record
 
@@ -65,37 +66,64 @@ class ClusterSimulation(Simulation):
         super()._schedule_sources()
 
     def _carry_pods(self) -> None:
+        adopted: dict[tuple[str, str], list[CarriedPod]] = {}
         for c in self.start_state.pods:
-            pod = c.pod
             if c.service is not None:
-                run = self.services[c.service]
-                template = run.template
-                rec = PodRecord(
-                    pod,
-                    pod.name,
-                    template.workload_class,
-                    template.tenant,
-                    c.gpus,
-                    0.0,
-                    scheduler=pod.scheduler_name,
-                    shape=("service", c.service, ""),
-                    bound_at=0.0,
-                    node=pod.node_name,
-                )
-                self.control.bound[pod.key] = rec
-                replica = Replica(pod.name, [pod.key], 0.0, ready_at=0.0)
-                run.replicas.append(replica)
-                self.replica_of[pod.name] = (run, replica)
-                self.adopted.add(pod.name)
+                adopted.setdefault((c.service, c.replica), []).append(c)
                 continue
+            pod = c.pod
             self.control.bound[pod.key] = self._record(c, pod, bound=True)
             self.carried[pod.key] = c
             if c.end.remaining is not None:
                 self._at(c.end.remaining, "carried_done", pod.key)
+        for (service, name), members in adopted.items():
+            self._adopt_replica(self.services[service], name, members)
+        # the twin names replicas <service>-<n> and job runs <job>-<n> (pods <run>-<i>), as
+        # LeaderWorkerSet and indexed Jobs name theirs: number past the names in use
+        taken = [c.pod.name for c in self.start_state.pods]
+        for name, run in self.services.items():
+            run.counter = max(run.counter, _last_index(name, taken))
+        for name in self.world.jobs:
+            self.job_counter[name] = max(self.job_counter[name], _last_index(name, taken))
         admission = self.world.admission
         for key, pods in self.start_state.workload_pods.items():
             if not pods:  # its pods are not running (left out with the pending ones)
                 admission.finish(key)
+
+    def _adopt_replica(self, run: ServiceRun, name: str, members: list[CarriedPod]) -> None:
+        """A replica running before t = 0 (all its pods bound), serving from the start."""
+        template = run.template
+        size = template.pods_per_replica
+        group = template.group
+        if size > 1:  # each LeaderWorkerSet group is a gang of its own (as _create_replica)
+            group = PodGroup(
+                name=name,
+                namespace=template.pod.namespace,
+                queue=self._service_queue(template),
+                min_member=size,
+                priority_class_name=template.pod.template["spec"].get("priorityClassName", ""),
+            )
+            self.control.groups[group.key] = group
+        for c in members:
+            self.control.bound[c.pod.key] = PodRecord(
+                c.pod,
+                name,
+                template.workload_class,
+                template.tenant,
+                c.gpus,
+                0.0,
+                scheduler=c.pod.scheduler_name,
+                group=group,
+                shape=("service", template.service.name, name if size > 1 else ""),
+                bound_at=0.0,
+                node=c.pod.node_name,
+                gang=group.key if group else "",
+                gang_min=group.min_member if group else 1,
+            )
+        replica = Replica(name, [c.pod.key for c in members], 0.0, ready_at=0.0)
+        run.replicas.append(replica)
+        self.replica_of[name] = (run, replica)
+        self.adopted.add(name)
 
     def _record(self, c: CarriedPod, pod: Pod, *, bound: bool) -> PodRecord:
         return PodRecord(
@@ -228,7 +256,7 @@ class ClusterSimulation(Simulation):
             row["bases"][c.end.basis] += 1
         for row in estimates.values():
             row["bases"] = dict(sorted(row["bases"].items()))
-        adopted = Counter(c.service for c in start.pods if c.service is not None)
+        adopted = Counter(s for s, _ in {(c.service, c.replica) for c in start.pods if c.service})
         observed = view.observed
         return {
             "source": view.source,
@@ -250,6 +278,12 @@ class ClusterSimulation(Simulation):
             "estimates": dict(sorted(estimates.items())),
             "kueue": start.kueue,
         }
+
+
+def _last_index(prefix: str, names: list[str]) -> int:
+    """The highest n of the names `<prefix>-<n>` or `<prefix>-<n>-...` (0: none)."""
+    pattern = re.compile(rf"{re.escape(prefix)}-(\d+)(?:-|$)")
+    return max((int(m.group(1)) for n in names if (m := pattern.match(n))), default=0)
 
 
 def _pending_copy(pod: Pod, name: str) -> Pod:

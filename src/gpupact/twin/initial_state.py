@@ -15,14 +15,16 @@ the twin's layer may not import). The contract's compiled objects are applied to
   re-partitions a node only once its GPU pods are gone.
 - Every bound pod stays where it is, holding what it requests. Pods of a contract service
   (its `app.kubernetes.io/name`, namespace and class) are adopted as the service's ready
-  replicas (single-pod replicas; the Deployment applied then scales them to its replicas).
+  replicas, a LeaderWorkerSet group only whole (the Deployment or LeaderWorkerSet applied
+  then scales them to its replicas).
   Every other pod keeps its node until its estimated end (pod_end.py). Pods still pending
   in the snapshot are left out (counted): how long they would run once placed is unknown.
 - Kueue: the compiled objects replace same-named ones (kind, namespace, name); the others
   stay, since `kubectl apply` deletes nothing it was not given. Admitted Workloads keep their
   quota until their pods end; one whose ClusterQueue is gone or no longer holds its flavor
   (or whose WorkloadPriorityClass is gone) keeps running, uncharged: Kueue does not evict an
-  admitted workload when its queue's spec changes. Workloads not admitted are left out (counted), like pending pods.
+  admitted workload when its queue's spec changes. Workloads not admitted are left out
+  (counted), like pending pods.
 """
 
 from __future__ import annotations
@@ -39,7 +41,15 @@ from gpupact.engine.admission.state import AdmissionState
 from gpupact.errors import FieldError, InputError
 from gpupact.kube.objects import Node, Pod
 from gpupact.twin.pod_end import EndEstimate, estimate_end, owner_kind
-from gpupact.twin.world import APP_LABEL, CLASS_LABEL, POOL_LABEL, TENANT_LABEL, World
+from gpupact.twin.world import (
+    APP_LABEL,
+    CLASS_LABEL,
+    GROUP_ANNOTATION,
+    LWS_GROUP_KEY,
+    POOL_LABEL,
+    TENANT_LABEL,
+    World,
+)
 
 KARPENTER_POOL_LABEL = "karpenter.sh/nodepool"
 REPLICAS_LABEL = "nvidia.com/gpu.replicas"  # time-slicing: devices per physical GPU
@@ -74,6 +84,7 @@ class CarriedPod:
     tenant: str  # the contract tenant its label names, else ""
     gpus: float  # physical GPUs
     service: str | None = None  # adopted as a replica of this contract service
+    replica: str = ""  # ... as (part of) this replica
     workload: str | None = None  # the admitted Kueue Workload it runs under
 
 
@@ -147,17 +158,44 @@ def _with_priority(pod: Pod, classes: Mapping[str, int]) -> Pod:
     return pod
 
 
-def _adopting_service(pod: Pod, world: World) -> str | None:
+def _service_of(pod: Pod, world: World) -> str | None:
+    """The contract service whose pod this is: its name label, namespace and class."""
     app = pod.labels.get(APP_LABEL)
     template = world.services.get(app or "")
     if (
         template is None
-        or template.pods_per_replica != 1
         or template.pod.namespace != pod.namespace
         or pod.labels.get(CLASS_LABEL) != template.workload_class
     ):
         return None
     return template.service.name
+
+
+def replica_name(pod: Pod, pods_per_replica: int) -> str:
+    """The replica a service pod belongs to: itself for single-pod replicas; a
+    LeaderWorkerSet group by its group-key label, its PodGroup annotation, else its name
+    without the worker index (`<lws>-<group>-<index>`)."""
+    if pods_per_replica == 1:
+        return pod.name
+    key = pod.labels.get(LWS_GROUP_KEY) or pod.annotations.get(GROUP_ANNOTATION)
+    return key or pod.name.rsplit("-", 1)[0]
+
+
+def _adopt(carried: list[CarriedPod], world: World) -> None:
+    """Mark the pods of whole replicas of a contract service as adopted (a multi-pod replica
+    only with all its pods running; the others stay carried like any pod)."""
+    groups: dict[tuple[str, str], list[CarriedPod]] = {}
+    for c in carried:
+        service = _service_of(c.pod, world)
+        if service is not None:
+            size = world.services[service].pods_per_replica
+            groups.setdefault((service, replica_name(c.pod, size)), []).append(c)
+    for (service, replica), members in groups.items():
+        template = world.services[service]
+        if len(members) != template.pods_per_replica:
+            continue
+        for c in members:
+            c.service, c.replica, c.gpus = service, replica, template.gpus_per_pod
 
 
 # --- Kueue ------------------------------------------------------------------------------------
@@ -280,10 +318,6 @@ def starting_state(view: ClusterView, world: World) -> StartingState:
         pod = _with_priority(raw_pod, view.priority_classes)
         klass = pod.labels.get(CLASS_LABEL, "")
         tenant = pod.labels.get(TENANT_LABEL, "")
-        service = _adopting_service(pod, world)
-        gpus = physical_gpus(pod, node)
-        if service is not None:
-            gpus = world.services[service].gpus_per_pod
         kind, name = owner_kind(pod)
         workload = workload_of.get((pod.namespace, name)) if kind == "Job" else None
         if workload is not None:
@@ -294,11 +328,11 @@ def starting_state(view: ClusterView, world: World) -> StartingState:
                 estimate_end(pod, view.observed, view.jobs),
                 klass if klass in classes else OUTSIDE,
                 tenant if tenant in tenants else "",
-                gpus,
-                service,
-                workload,
+                physical_gpus(pod, node),
+                workload=workload,
             )
         )
+    _adopt(carried, world)
     return StartingState(
         view,
         nodes,
