@@ -55,4 +55,6 @@ def view_of(cluster: ClusterSnapshot, observed: float | None) -> ClusterView:
             if c.kind == "Job" and c.api_group == "batch"
         },
         priority_classes={name: pc.value for name, pc in cluster.priority_classes.items()},
+        volcano_queues=list(cluster.volcano_queues.values()),
+        podgroups=[g.podgroup for g in cluster.podgroups],
     )

@@ -22,6 +22,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from gpupact.compile.core import LWS_VOLCANO_QUEUE  # the pod annotation naming a queue
 from gpupact.engine.gang import PodGroup
 from gpupact.kube.objects import Node, Pod, parse_pod
 from gpupact.twin.control import PodRecord
@@ -30,6 +31,7 @@ from gpupact.twin.metrics import Usage
 from gpupact.twin.pod_end import rule_of
 from gpupact.twin.scenario import LoadedScenario
 from gpupact.twin.simulation import Replica, ServiceRun, Simulation
+from gpupact.twin.world import VOLCANO
 
 CARRIED = "carried"  # the shape tag of a carried pod's record
 
@@ -50,6 +52,7 @@ class ClusterSimulation(Simulation):
         start = starting_state(self.view, self.world)
         self.start_state = start
         self.world.admission = start.admission
+        self.world.volcano_queues = start.volcano_queues
         names = {n.name for n in start.nodes}
         for name, pool in self.autoscaler.pools.items():
             # the pool's new nodes are named <pool>-<n>: past any real node named that way
@@ -126,6 +129,18 @@ class ClusterSimulation(Simulation):
         self.adopted.add(name)
 
     def _record(self, c: CarriedPod, pod: Pod, *, bound: bool) -> PodRecord:
+        group = c.group
+        if group is None and pod.scheduler_name == VOLCANO and not bound:
+            # a recreated pod Volcano schedules with no PodGroup known: Volcano's PodGroup
+            # controller gives a pod without one a group of its own (minMember 1)
+            group = PodGroup(
+                name=f"podgroup-{pod.name}",
+                namespace=pod.namespace,
+                queue=pod.annotations.get(LWS_VOLCANO_QUEUE, "default"),
+                min_member=1,
+            )
+        if group is not None:
+            self.control.groups[group.key] = group
         return PodRecord(
             pod,
             f"{CARRIED}/{c.end.owner}",
@@ -134,9 +149,12 @@ class ClusterSimulation(Simulation):
             c.gpus,
             self.now,
             scheduler=pod.scheduler_name,
+            group=group,
             shape=(CARRIED, pod.key),
             bound_at=self.now if bound else None,
             node=pod.node_name if bound else None,
+            gang=group.key if group else "",
+            gang_min=group.min_member if group else 1,
         )
 
     # --- carried pods come and go -----------------------------------------------------------

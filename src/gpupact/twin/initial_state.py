@@ -24,7 +24,9 @@ the twin's layer may not import). The contract's compiled objects are applied to
   quota until their pods end; one whose ClusterQueue is gone or no longer holds its flavor
   (or whose WorkloadPriorityClass is gone) keeps running, uncharged: Kueue does not evict an
   admitted workload when its queue's spec changes. Workloads not admitted are left out
-  (counted), like pending pods.
+  (counted), like pending pods. Volcano Queues likewise: the compiled ones replace
+  same-named ones, the others stay; a carried pod Volcano schedules keeps its PodGroup (its
+  queue's allocation, its gang's minMember).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from typing import Any
 from gpupact.cluster.snapshot import read_node
 from gpupact.engine.admission.k8s import load_state, parse_workload
 from gpupact.engine.admission.state import AdmissionState
+from gpupact.engine.gang import PodGroup
+from gpupact.engine.volcano.model import Queue
 from gpupact.errors import FieldError, InputError
 from gpupact.kube.objects import Node, Pod
 from gpupact.twin.pod_end import EndEstimate, estimate_end, owner_kind
@@ -48,6 +52,7 @@ from gpupact.twin.world import (
     LWS_GROUP_KEY,
     POOL_LABEL,
     TENANT_LABEL,
+    VOLCANO,
     World,
 )
 
@@ -72,6 +77,8 @@ class ClusterView:
     kueue: Sequence[Mapping[str, Any]] = ()  # raw Kueue objects
     jobs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # ns/name -> batch Job
     priority_classes: Mapping[str, int] = field(default_factory=dict)
+    volcano_queues: Sequence[Queue] = ()
+    podgroups: Sequence[PodGroup] = ()
 
 
 @dataclass
@@ -86,6 +93,7 @@ class CarriedPod:
     service: str | None = None  # adopted as a replica of this contract service
     replica: str = ""  # ... as (part of) this replica
     workload: str | None = None  # the admitted Kueue Workload it runs under
+    group: PodGroup | None = None  # its Volcano PodGroup (pods Volcano schedules)
 
 
 @dataclass
@@ -99,6 +107,7 @@ class StartingState:
     pending_left_out: int = 0
     on_unknown_nodes: int = 0
     workload_pods: dict[str, set[str]] = field(default_factory=dict)  # workload -> pod keys
+    volcano_queues: list[Queue] = field(default_factory=list)
 
 
 # --- nodes ------------------------------------------------------------------------------------
@@ -284,6 +293,27 @@ def reconcile_kueue(
     return state, report, owners
 
 
+def reconcile_volcano(
+    compiled: Sequence[Queue], view: ClusterView, report: dict[str, Any]
+) -> list[Queue]:
+    """The Volcano Queues after applying the compiled ones: same-named replaced, others kept."""
+    mine = {q.name for q in compiled}
+    kept = [q for q in view.volcano_queues if q.name not in mine]
+    report["volcanoQueuesReplacedByContract"] = sorted(
+        q.name for q in view.volcano_queues if q.name in mine
+    )
+    report["volcanoQueuesKeptFromCluster"] = sorted(q.name for q in kept)
+    return [*compiled, *kept]
+
+
+def _podgroup_of(pod: Pod, groups: Mapping[str, PodGroup]) -> PodGroup | None:
+    """The PodGroup of a pod Volcano schedules, by its group-name annotation."""
+    if pod.scheduler_name != VOLCANO:
+        return None
+    name = pod.annotations.get(GROUP_ANNOTATION)
+    return groups.get(f"{pod.namespace}/{name}") if name else None
+
+
 # --- the whole --------------------------------------------------------------------------------
 
 
@@ -301,6 +331,8 @@ def starting_state(view: ClusterView, world: World) -> StartingState:
     compiled = [e.obj for e in world.bundle.objects if e.target == "kueue"]
     admission, report, owners = reconcile_kueue(compiled, view)
     workload_of = {owner: key for key, owner in owners.items()}
+    volcano_queues = reconcile_volcano(world.volcano_queues, view, report)
+    podgroups = {g.key: g for g in view.podgroups}
     classes = {c.name for c in world.contract.classes}
     tenants = {t.name for t in world.contract.tenants}
     carried: list[CarriedPod] = []
@@ -330,6 +362,7 @@ def starting_state(view: ClusterView, world: World) -> StartingState:
                 tenant if tenant in tenants else "",
                 physical_gpus(pod, node),
                 workload=workload,
+                group=_podgroup_of(pod, podgroups),
             )
         )
     _adopt(carried, world)
@@ -343,4 +376,5 @@ def starting_state(view: ClusterView, world: World) -> StartingState:
         pending,
         unknown,
         workload_pods,
+        volcano_queues,
     )
