@@ -635,3 +635,23 @@ def test_carried_half_started_gangs_hold_gpus_idle(tmp_path: Path) -> None:
     expected = sum(g * s for g, s in held) / 3600
     slack = sum(g for g, _ in held) * step / 3600
     assert result["summary"]["incompleteGangGpuHours"] == pytest.approx(expected, abs=slack)
+
+
+def test_recreated_volcano_pod_gets_a_podgroup_of_its_own(tmp_path: Path) -> None:
+    """A carried pod Volcano schedules, evicted for the online class, comes back pending with
+    the PodGroup Volcano's controller would make for it (`podgroup-<controller uid>`)."""
+    from gpupact.twin.cluster_run import ClusterSimulation
+
+    pods = deployment_pods()
+    for p in pods:
+        p["spec"].update(priority=0, schedulerName="volcano")
+    sim = ClusterSimulation(load_all(scenario_dir(tmp_path))[0], _view(pods), seed=1)
+    sim.run_until(60.0)
+    copies = [r for r in sim.control.pending.values() if r.pod.name.startswith("serve-")]
+    assert copies, "the online replicas preempted the Volcano pods"
+    uid = pods[0]["metadata"]["ownerReferences"][0]["uid"]
+    for rec in copies:
+        assert rec.scheduler == "volcano"
+        assert rec.group is not None and rec.group.name == f"podgroup-{uid}"
+        assert rec.pod.annotations["scheduling.k8s.io/group-name"] == rec.group.name
+        assert sim.control.groups[rec.group.key] is rec.group

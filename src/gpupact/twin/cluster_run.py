@@ -31,7 +31,7 @@ from gpupact.twin.metrics import Usage
 from gpupact.twin.pod_end import rule_of
 from gpupact.twin.scenario import LoadedScenario
 from gpupact.twin.simulation import Replica, ServiceRun, Simulation
-from gpupact.twin.world import VOLCANO
+from gpupact.twin.world import GROUP_ANNOTATION, VOLCANO
 
 CARRIED = "carried"  # the shape tag of a carried pod's record
 
@@ -134,7 +134,7 @@ class ClusterSimulation(Simulation):
             # a recreated pod Volcano schedules with no PodGroup known: Volcano's PodGroup
             # controller gives a pod without one a group of its own (minMember 1)
             group = PodGroup(
-                name=f"podgroup-{pod.name}",
+                name=pod.annotations.get(GROUP_ANNOTATION, f"podgroup-{pod.name}"),
                 namespace=pod.namespace,
                 queue=pod.annotations.get(LWS_VOLCANO_QUEUE, "default"),
                 min_member=1,
@@ -313,6 +313,16 @@ def _pending_copy(pod: Pod, name: str) -> Pod:
     meta.pop("deletionTimestamp", None)
     meta["uid"] = f"{meta.get('uid', '')}-{name}"
     spec = dict(raw.get("spec") or {})
+    if spec.get("schedulerName") == VOLCANO:
+        # Volcano's PodGroup controller names a group of its own for a pod without one
+        # `podgroup-<uid of its controller, else of the pod>` and annotates the pod with it
+        refs = [r for r in meta.get("ownerReferences") or [] if isinstance(r, dict)]
+        owner = next((r for r in refs if r.get("controller") is True), None)
+        uid = (owner or {}).get("uid") or meta["uid"]
+        meta["annotations"] = {
+            GROUP_ANNOTATION: f"podgroup-{uid}",
+            **(meta.get("annotations") or {}),
+        }
     spec.pop("nodeName", None)
     spec["priority"] = pod.priority
     raw.update(metadata=meta, spec=spec, status={"phase": "Pending"})
