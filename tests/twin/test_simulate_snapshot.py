@@ -655,3 +655,28 @@ def test_recreated_volcano_pod_gets_a_podgroup_of_its_own(tmp_path: Path) -> Non
         assert rec.group is not None and rec.group.name == f"podgroup-{uid}"
         assert rec.pod.annotations["scheduling.k8s.io/group-name"] == rec.group.name
         assert sim.control.groups[rec.group.key] is rec.group
+
+
+def test_pool_sampling_matches_the_simulation_s(tmp_path: Path) -> None:
+    """ClusterSimulation sums pool GPUs over the bound pods once; it must sample exactly what
+    Simulation._sample_pools does (fields and values)."""
+    from gpupact.cli.cluster_start import read_start
+    from gpupact.twin.cluster_run import ClusterSimulation
+    from gpupact.twin.metrics import Recorder
+    from gpupact.twin.simulation import Simulation
+
+    view = read_start(OPS_FIXTURES / "gang-half-started", None, None, None)
+    assert view is not None
+    sim = ClusterSimulation(load_all(acme_scenario(tmp_path))[0], view, seed=2)
+    for t in (0.0, 600.0, 1800.0):
+        sim.run_until(t)
+        mine, base = Recorder(), Recorder()
+        sim.metrics, saved = mine, sim.metrics
+        ClusterSimulation._sample_pools(sim, t)
+        sim.metrics = base
+        Simulation._sample_pools(sim, t)
+        sim.metrics = saved
+        assert {k: dict(v) for k, v in mine.pools.items()} == {
+            k: dict(v) for k, v in base.pools.items()
+        }
+        assert any(v["allocated"][0] for v in mine.pools.values())
