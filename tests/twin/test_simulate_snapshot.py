@@ -680,3 +680,31 @@ def test_pool_sampling_matches_the_simulation_s(tmp_path: Path) -> None:
             k: dict(v) for k, v in base.pools.items()
         }
         assert any(v["allocated"][0] for v in mine.pools.values())
+
+
+def test_replicas_the_contract_adds_cold_start_and_missing_pools_are_ordered(
+    tmp_path: Path,
+) -> None:
+    """On an idle cluster the service's replicas bind at once but serve only after their
+    image pull and model load (the template run has them serving at t = 0: they were there
+    before); a pool with no node in the cluster gets its minimum ordered at the first scan."""
+    files = cluster([])
+    files["nodes.json"] = [n for n in files["nodes.json"] if n["metadata"]["name"] != "train-x"]
+    snap = write_snapshot(tmp_path / "snap", files)
+    scen = scenario_dir(tmp_path)
+    code, out, err = run_cli(str(scen), "--snapshot", str(snap), "-o", "json", "--report", "-")
+    assert code == 0, err
+    assert "startingState" in json.loads(out)[0]  # in the summary output, not only --full
+    result = simulate_json(scen, "--snapshot", str(snap))
+    template = simulate_json(scen)
+    series = result["series"]["services"]["chat"]
+    times = result["series"]["t"]
+    cold = contract()["services"][0]["coldStart"]
+    cold_s = int(cold[:-1]) * {"s": 1, "m": 60}[cold[-1]]
+    assert all(w["seconds"] == 0 for w in online_waits(result))
+    assert series["ready"][0] == 0
+    first_ready = next(t for t, r in zip(times, series["ready"], strict=True) if r > 0)
+    assert cold_s <= first_ready <= cold_s + 10  # the next sample after the cold start
+    assert template["series"]["services"]["chat"]["ready"][0] > 0
+    ordered = [e for e in result["events"] if e["kind"] == "scale-up" and e["t"] == 0]
+    assert [e["subject"] for e in ordered] == ["gpu-batch"]
