@@ -5,8 +5,11 @@ Karpenter launched for `gpu-batch`, and a CPU node in no pool."""
 
 from __future__ import annotations
 
+import copy
 import json
+import random
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -708,3 +711,53 @@ def test_replicas_the_contract_adds_cold_start_and_missing_pools_are_ordered(
     assert template["series"]["services"]["chat"]["ready"][0] > 0
     ordered = [e for e in result["events"] if e["kind"] == "scale-up" and e["t"] == 0]
     assert [e["subject"] for e in ordered] == ["gpu-batch"]
+
+
+# --- malformed clusters: a clear exit 2 or a run, never a crash ------------------------------
+
+WRONG_VALUES = [None, True, -1, 0, 10**30, 1e308, "x", "", [], {}, [1], "2026-13-40T00:00:00Z"]
+
+
+def _field_paths(obj: Any, prefix: tuple = ()) -> Iterator[tuple]:
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            yield (*prefix, key)
+            yield from _field_paths(value, (*prefix, key))
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            yield (*prefix, i)
+            yield from _field_paths(value, (*prefix, i))
+
+
+def test_mutated_snapshots_run_or_exit_2(tmp_path: Path) -> None:
+    """Seeded mutations of the objects this command reads beyond diagnose's reader (pods'
+    owners, times and deadlines, a Job, Kueue objects): every field set to a value of the
+    wrong type, range or size. (apiVersion is left out: a non-string one fails in the shared
+    reader, kube/scheduling_objects.py, for diagnose too.)"""
+    rng = random.Random(19)
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "train", "namespace": "research", "uid": "uid-Job-train"},
+        "spec": {"activeDeadlineSeconds": 5400, "template": {"spec": {"containers": []}}},
+        "status": {"startTime": stamp(timedelta(hours=1))},
+    }
+    lab = pod(
+        "lab-0", "train-x", age=timedelta(minutes=30), owned_by=owner("Job", "lab", "batch/v1")
+    )
+    base = cluster([*job_pods(timedelta(minutes=50)), lab], [job, *kueue_cluster()])
+    scen = write(tmp_path / "scen", contract(), scenario(jobs=[], duration="10m"))
+    for case in range(30):
+        files = copy.deepcopy(base)
+        items = files[rng.choice(["pods.json", "extra.json"])]
+        item = items[rng.randrange(len(items))]
+        path = rng.choice([p for p in _field_paths(item) if p[-1] != "apiVersion"])
+        target = item
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = rng.choice(WRONG_VALUES)
+        snap = write_snapshot(tmp_path / f"snap{case}", files)
+        code, _, err = run_cli(str(scen), "--snapshot", str(snap), "--report", "-", "-o", "json")
+        assert code in (0, 2) and "Traceback" not in err, (item.get("kind"), path, err)
+        if code == 2:
+            assert err.startswith("error: "), err

@@ -101,9 +101,21 @@ def _seconds(text: object) -> float | None:
         return None
 
 
+def _seconds_field(obj: object, name: str) -> float | None:
+    """A count of seconds from an object the snapshot reader did not type (a Job, a pod's
+    deletion fields): a positive finite number, else None (not set, or unusable)."""
+    value = obj.get(name) if isinstance(obj, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        seconds = float(value)
+    except OverflowError:  # an integer past float range: no deadline within any run
+        return None
+    return seconds if 0 < seconds < float("inf") else None
+
+
 def _deadline(spec: object) -> float | None:
-    value = spec.get("activeDeadlineSeconds") if isinstance(spec, Mapping) else None
-    return float(value) if isinstance(value, int | float) and value > 0 else None
+    return _seconds_field(spec, "activeDeadlineSeconds")
 
 
 def estimate_end(
@@ -118,8 +130,11 @@ def estimate_end(
     spec = raw.get("spec") if isinstance(raw.get("spec"), Mapping) else {}
     if pod.terminating:
         deleted = _seconds(meta.get("deletionTimestamp"))
-        grace = meta.get("deletionGracePeriodSeconds", spec.get("terminationGracePeriodSeconds"))
-        grace = float(grace) if isinstance(grace, int | float) else DEFAULT_GRACE_S
+        grace = _seconds_field(meta, "deletionGracePeriodSeconds")
+        if grace is None:
+            grace = _seconds_field(spec, "terminationGracePeriodSeconds")
+        if grace is None:
+            grace = DEFAULT_GRACE_S
         left = grace if deleted is None or observed is None else deleted + grace - observed
         return EndEstimate(kind, owner, max(0.0, left), "terminating")
     if kind not in RUN_KINDS:
