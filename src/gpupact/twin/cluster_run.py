@@ -37,6 +37,8 @@ CARRIED = "carried"  # the shape tag of a carried pod's record
 
 
 class ClusterSimulation(Simulation):
+    """A Simulation whose t = 0 is `view` with the contract applied (initial_state.py)."""
+
     def __init__(
         self, loaded: LoadedScenario, view: ClusterView, *, seed: int | None = None
     ) -> None:
