@@ -50,7 +50,10 @@ class ClusterSimulation(Simulation):
 
     # --- t = 0 ------------------------------------------------------------------------------
 
-    def _initial_cluster(self) -> tuple[list[Node], list[Pod], dict[str, str]]:
+    def _initial_cluster(
+        self, template_nodes: list[Node]
+    ) -> tuple[list[Node], list[Pod], dict[str, str]]:
+        """The cluster read, not the pools' template nodes (their numbering is reset)."""
         start = starting_state(self.view, self.world)
         self.start_state = start
         self.world.admission = start.admission

@@ -35,7 +35,6 @@ from gpupact.engine.admission import reasons as kueue_reasons
 from gpupact.engine.admission.cycle import CycleResult
 from gpupact.engine.gang import PodGroup
 from gpupact.engine.placement.scheduler import Profile, Scheduler
-from gpupact.kube.objects import Node, Pod
 from gpupact.kube.resources_fit import DEFAULT_RESOURCES, ResourceSpec
 from gpupact.plan.serving import replica_serving
 from gpupact.twin.autoscaler import Autoscaler
@@ -124,7 +123,13 @@ class Simulation:
         self.autoscaler = Autoscaler(
             list(self.world.pools.values()), enabled=scenario.autoscaler.enabled
         )
-        nodes, bound, pool_of_node = self._initial_cluster()
+        nodes = []
+        for name, pool in self.autoscaler.pools.items():
+            count = self.autoscaler.minimum_nodes(name, self._prewarm(name, 0.0))
+            for _ in range(count):
+                nodes.append(pool.template.node(pool.next_index))
+                pool.next_index += 1
+        nodes, bound, pool_of_node = self._initial_cluster(nodes)
         state = ClusterState.from_nodes(nodes, bound)
         for row, node in enumerate(nodes):
             if node.name in pool_of_node:
@@ -161,17 +166,10 @@ class Simulation:
 
     # --- setup --------------------------------------------------------------------------
 
-    def _initial_cluster(self) -> tuple[list[Node], list[Pod], dict[str, str]]:
-        """The nodes at t = 0, the pods already bound to them, and each pool node's pool:
-        here each pool's minimum of template nodes and no pods (a ClusterSimulation starts
-        from a real cluster instead)."""
-        nodes = []
-        for name, pool in self.autoscaler.pools.items():
-            count = self.autoscaler.minimum_nodes(name, self._prewarm(name, 0.0))
-            for _ in range(count):
-                nodes.append(pool.template.node(pool.next_index))
-                pool.next_index += 1
-        return nodes, [], {n.name: n.labels["nodepool"] for n in nodes}
+    def _initial_cluster(self, template_nodes: list[Any]) -> tuple[list[Any], list[Any], dict]:
+        """The Nodes at t = 0, the Pods already bound to them, and each pool node's pool: the
+        pools' template nodes, nothing running (a ClusterSimulation starts from a cluster)."""
+        return template_nodes, [], {n.name: n.labels["nodepool"] for n in template_nodes}
 
     def _service_run(self, template: ServiceTemplate) -> ServiceRun:
         contract = self.world.contract
