@@ -46,6 +46,7 @@ class ClusterSimulation(Simulation):
         self.carried: dict[str, CarriedPod] = {}  # by the key of the pod holding the place now
         self.adopted: set[str] = set()  # replica names taken over from the cluster
         self._copies = 0
+        self._gpu_bindings: tuple[int, dict[int, tuple[Any, ...]]] = (-1, {})
         super().__init__(loaded, seed=seed)
 
     # --- t = 0 ------------------------------------------------------------------------------
@@ -226,40 +227,18 @@ class ClusterSimulation(Simulation):
         if replica.name not in self.adopted and replica.ready_at == 0.0:
             replica.ready_at = run.template.pod_start_s
 
-    def _sample_pools(self, now: float) -> None:
-        """Simulation._sample_pools with the GPUs summed once over the bound pods, not per
-        node over its bindings: a real cluster carries tens of pods per node (daemons,
-        system pods), which the per-tick walk over bindings would pay for at every step."""
-        busy_by_pod: dict[str, float] = {}
-        for run in self.services.values():
-            ready = run.ready(now)
-            util = run.queue.utilisation(len(ready))
-            for replica in run.replicas:
-                for key in replica.pods:
-                    busy_by_pod[key] = util if replica in ready else 0.0
-        allocated: Counter[str] = Counter()
-        busy: Counter[str] = Counter()
-        pool_of_node = self.pool_of_node
-        for key, rec in self.control.bound.items():
-            gpus = rec.gpus
-            if not gpus:  # most carried pods (daemons, system pods) hold no GPU
-                continue
-            pool = pool_of_node.get(rec.node)  # type: ignore[arg-type]
-            if pool is not None:
-                allocated[pool] += gpus
-                busy[pool] += gpus * busy_by_pod.get(key, 1.0)
-        for name, pool_nodes in self.autoscaler.pools.items():
-            per_node = pool_nodes.template.pool.gpu.per_node
-            self.metrics.sample_pool(
-                name,
-                t=now,
-                nodes=len(pool_nodes.rows),
-                provisioning=pool_nodes.provisioning,
-                gpus=len(pool_nodes.rows) * per_node,
-                unavailable=sum(per_node for r in pool_nodes.rows if r in self._degraded),
-                allocated=round(allocated[name], 3),
-                busy=round(busy[name], 3),
-            )
+    def _pool_bindings(self, row: int) -> tuple[Any, ...]:
+        """Only the bindings holding GPUs: the pool sample sums GPUs, and a real cluster
+        carries tens of pods per node without any (daemons, system pods) that the sample
+        would otherwise walk at every step. Cached until the bindings change."""
+        version = self.state.version
+        if self._gpu_bindings[0] != version:
+            self._gpu_bindings = (version, {})
+        rows = self._gpu_bindings[1]
+        found = rows.get(row)
+        if found is None:
+            found = rows[row] = tuple(b for b in self.state.pods_on(row) if b.usage.gpu is not None)
+        return found
 
     def _usage(self, rec: PodRecord, end: float | None) -> Usage:
         usage = super()._usage(rec, end)

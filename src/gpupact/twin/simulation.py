@@ -344,7 +344,7 @@ class Simulation:
             per_node = pool.template.pool.gpu.per_node
             allocated = busy = 0.0
             for row in pool.rows:
-                for b in self.state.pods_on(row):
+                for b in self._pool_bindings(row):
                     rec = self.control.bound.get(b.key)
                     if rec is None:
                         continue
@@ -360,6 +360,10 @@ class Simulation:
                 allocated=round(allocated, 3),
                 busy=round(busy, 3),
             )
+
+    def _pool_bindings(self, row: int) -> tuple[Any, ...]:
+        """The bindings on a node that _sample_pools sums (all of them here)."""
+        return self.state.pods_on(row)
 
     def _integrate_gangs(self, dt: float) -> None:
         """GPU-seconds held by gangs with fewer than minMember pods bound (43.3's waste: the
