@@ -34,6 +34,7 @@ from gpupact.twin.simulation import Replica, ServiceRun, Simulation
 from gpupact.twin.world import GROUP_ANNOTATION, VOLCANO
 
 CARRIED = "carried"  # the shape tag of a carried pod's record
+NOT_BEFORE_THE_RUN = float("nan")  # a creation time equal to no instant (see _started)
 
 
 class ClusterSimulation(Simulation):
@@ -218,14 +219,19 @@ class ClusterSimulation(Simulation):
             if rec.key in self.control.bound and c.end.remaining is not None:
                 self._at(self.now + c.end.remaining, "carried_done", rec.key)
             return
-        super()._started(rec)
         owner = self.replica_of.get(rec.owner)
-        if owner is None:
+        replica = owner[1] if owner is not None else None
+        if replica is None or replica.name in self.adopted or replica.created != 0.0:
+            super()._started(rec)
             return
-        run, replica = owner
-        # only the adopted replicas were serving before t = 0; the contract's new ones start
-        if replica.name not in self.adopted and replica.ready_at == 0.0:
-            replica.ready_at = run.template.pod_start_s
+        # Simulation takes a replica created and placed at t = 0 for one serving before the
+        # run; here only the adopted ones were, the contract's new ones start (pull, load).
+        # Its creation time is hidden from that rule while the start is computed.
+        replica.created = NOT_BEFORE_THE_RUN
+        try:
+            super()._started(rec)
+        finally:
+            replica.created = 0.0
 
     def _pool_bindings(self, row: int) -> tuple[Any, ...]:
         """Only the bindings holding GPUs: the pool sample sums GPUs, and a real cluster
