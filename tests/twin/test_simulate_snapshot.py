@@ -774,3 +774,40 @@ def test_mutated_snapshots_run_or_exit_2(tmp_path: Path) -> None:
         assert code in (0, 2) and "Traceback" not in err, (item.get("kind"), path, err)
         if code == 2:
             assert err.startswith("error: "), err
+
+
+def test_a_contract_job_already_running_is_not_created_again(tmp_path: Path) -> None:
+    job = {"name": "reindex", "tenant": "lab", "class": "batch", "gpusPerPod": 8, "duration": "1h"}
+    scen = write(
+        tmp_path / "scen",
+        contract(jobs=[job]),
+        scenario(jobs=[{"contract": True}], duration="1h"),
+    )
+    namespace = build_world(load_all(scen)[0]).jobs["reindex"].pod.namespace
+    running = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "reindex", "namespace": namespace, "uid": "uid-Job-reindex"},
+        "spec": {"template": {"spec": {"containers": []}}},
+        "status": {"startTime": stamp(timedelta(minutes=20))},
+    }
+    its_pod = pod(
+        "reindex-x7k2p",
+        "train-x",
+        age=timedelta(minutes=20),
+        owned_by=owner("Job", "reindex", "batch/v1"),
+        labels={"gpupact.io/class": "batch", "gpupact.io/tenant": "lab"},
+    )
+    its_pod["metadata"]["namespace"] = namespace
+    with_job = write_snapshot(tmp_path / "with", cluster([its_pod], [running]))
+    without = write_snapshot(tmp_path / "without", cluster([]))
+
+    def created(result: dict[str, Any]) -> list[str]:
+        return [e["subject"] for e in result["events"] if e["kind"] == "admitted"]
+
+    result = simulate_json(scen, "--snapshot", str(with_job))
+    assert created(result) == []
+    assert [e["subject"] for e in result["events"] if e["kind"] == "job-running"] == ["reindex"]
+    pods = {p["pod"]: p for p in result["startingPods"]}
+    assert pods[f"{namespace}/reindex-x7k2p"]["class"] == "batch"
+    assert created(simulate_json(scen, "--snapshot", str(without))) == ["reindex-1"]

@@ -15,6 +15,7 @@ What differs from a Simulation:
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -162,6 +163,23 @@ class ClusterSimulation(Simulation):
             node=pod.node_name if bound else None,
             gang=group.key if group else "",
             gang_min=group.min_member if group else 1,
+        )
+
+    def _on_job(self, data: Any) -> None:
+        """A contract Job without a schedule is created at t = 0, unless the cluster runs it
+        already: applying a Job that exists creates nothing (and the twin carries its pods)."""
+        if isinstance(data, str) and self.now == 0.0 and data in self._running_jobs:
+            self.metrics.event(0.0, "job-running", data, "already in the cluster: not created")
+            return
+        super()._on_job(data)
+
+    @functools.cached_property
+    def _running_jobs(self) -> frozenset[str]:
+        """Contract jobs whose batch/v1 Job exists in the cluster (its namespace and name)."""
+        return frozenset(
+            name
+            for name, job in self.world.jobs.items()
+            if f"{job.pod.namespace}/{name}" in self.view.jobs
         )
 
     # --- carried pods come and go -----------------------------------------------------------
