@@ -8,6 +8,7 @@ What differs from a Simulation:
   its estimated remainder again: the work it lost is not counted back) or, a bare pod, is
   gone;
 - an admitted Workload releases its quota when the last of its pods ends;
+- a contract job the cluster already runs (its Job exists) is not created again at t = 0;
 - a contract service's replica created at t = 0 cold-starts (image pull, model load): only
   the replicas adopted from the cluster were serving before the run.
 """
