@@ -58,8 +58,8 @@ from gpupact.twin.world import (
 
 KARPENTER_POOL_LABEL = "karpenter.sh/nodepool"
 REPLICAS_LABEL = "nvidia.com/gpu.replicas"  # time-slicing: devices per physical GPU
-# a MIG instance `<n>g.<m>gb` holds n of the GPU's 7 compute slices (A100 / H100: "up to
-# seven GPU instances", https://docs.nvidia.com/datacenter/tesla/mig-user-guide/)
+# a MIG instance `<n>g.<m>gb` holds n of the GPU's 7 compute slices (an A100 or H100 splits
+# into at most 7 GPU instances: https://docs.nvidia.com/datacenter/tesla/mig-user-guide/)
 MIG_RESOURCE = re.compile(r"^nvidia\.com/mig-(\d+)g\.")
 MIG_COMPUTE_SLICES = 7
 GPU = "nvidia.com/gpu"
@@ -324,7 +324,12 @@ def starting_state(view: ClusterView, world: World) -> StartingState:
     for node in view.nodes:
         pool = node_pool(node, pools)
         if pool is not None:
-            node = patched(node, world.bundle.node_patches.get(pool, {}))
+            try:
+                node = patched(node, world.bundle.node_patches.get(pool, {}))
+            except FieldError as err:  # the node's own GPU labels clash with the pool's
+                raise InputError(
+                    f"{view.source}: node {node.name} with pool {pool}'s node patch: {err}"
+                ) from None
             pool_of_node[node.name] = pool
         nodes.append(node)
     by_name = {n.name: n for n in nodes}
