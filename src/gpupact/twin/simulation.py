@@ -129,9 +129,11 @@ class Simulation:
             for _ in range(count):
                 nodes.append(pool.template.node(pool.next_index))
                 pool.next_index += 1
-        state = ClusterState.from_nodes(nodes)
+        nodes, bound, pool_of_node = self._initial_cluster(nodes)
+        state = ClusterState.from_nodes(nodes, bound)
         for row, node in enumerate(nodes):
-            self.autoscaler.pools[node.labels["nodepool"]].rows.append(row)
+            if node.name in pool_of_node:
+                self.autoscaler.pools[pool_of_node[node.name]].rows.append(row)
         self.state = state
         self.control = ControlPlane(
             state,
@@ -144,7 +146,7 @@ class Simulation:
         )
         if self.world.volcano_actions is not None:
             self.control.volcano_actions = self.world.volcano_actions
-        self.pool_of_node = {n.name: n.labels["nodepool"] for n in nodes}
+        self.pool_of_node = pool_of_node
         self.services: dict[str, ServiceRun] = {}
         for name, template in self.world.services.items():
             self.services[name] = self._service_run(template)
@@ -163,6 +165,11 @@ class Simulation:
         self._reconcile()  # the services' minimum replicas run from t = 0
 
     # --- setup --------------------------------------------------------------------------
+
+    def _initial_cluster(self, template_nodes: list[Any]) -> tuple[list[Any], list[Any], dict]:
+        """The Nodes at t = 0, the Pods already bound to them, and each pool node's pool: the
+        pools' template nodes, nothing running (a ClusterSimulation starts from a cluster)."""
+        return template_nodes, [], {n.name: n.labels["nodepool"] for n in template_nodes}
 
     def _service_run(self, template: ServiceTemplate) -> ServiceRun:
         contract = self.world.contract
@@ -340,7 +347,7 @@ class Simulation:
             per_node = pool.template.pool.gpu.per_node
             allocated = busy = 0.0
             for row in pool.rows:
-                for b in self.state.pods_on(row):
+                for b in self._pool_bindings(row):
                     rec = self.control.bound.get(b.key)
                     if rec is None:
                         continue
@@ -356,6 +363,10 @@ class Simulation:
                 allocated=round(allocated, 3),
                 busy=round(busy, 3),
             )
+
+    def _pool_bindings(self, row: int) -> tuple[Any, ...]:
+        """The bindings on a node that _sample_pools sums (all of them here)."""
+        return self.state.pods_on(row)
 
     def _integrate_gangs(self, dt: float) -> None:
         """GPU-seconds held by gangs with fewer than minMember pods bound (43.3's waste: the
