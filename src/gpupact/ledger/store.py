@@ -243,7 +243,14 @@ class Ledger:
             raise InputError("no such ledger file (ingest into it first)", file=db)
         try:
             engine = sa.create_engine(url)
-        except (sa.exc.ArgumentError, ImportError) as err:
+        except ImportError as err:
+            if url.startswith("postgresql+psycopg"):  # the driver is the `postgres` extra
+                raise InputError(
+                    f"--db {_shown(db)}: PostgreSQL needs the postgres extra: "
+                    f"pip install 'gpupact[postgres]'"
+                ) from None
+            raise InputError(f"--db {_shown(db)}: {err}") from None
+        except sa.exc.ArgumentError as err:
             raise InputError(f"--db {_shown(db)}: {err}") from None
         if engine.dialect.name == "sqlite":
             sa.event.listen(engine, "connect", _on_sqlite_connect)
