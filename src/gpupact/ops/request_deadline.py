@@ -67,6 +67,7 @@ class RequestDeadline:
         self.seconds = seconds
         self._lock = threading.Lock()
         self._expired = False
+        self._request = 0  # which request a timer belongs to: a late one ends no other
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
 
     def install(self, pool_manager: Any) -> None:
@@ -92,7 +93,8 @@ class RequestDeadline:
         when it passed, whether the cut-off read raised or only came back short."""
         with self._lock:
             self._expired = False
-        timer = threading.Timer(self.seconds, self._expire)
+            self._request += 1
+        timer = threading.Timer(self.seconds, self._expire, (self._request,))
         timer.daemon = True
         timer.start()
         try:
@@ -122,8 +124,10 @@ class RequestDeadline:
             if self._expired:  # connected after the deadline: end it before it sends
                 _shut(conn)
 
-    def _expire(self) -> None:
+    def _expire(self, request: int) -> None:
         with self._lock:
+            if request != self._request:
+                return
             self._expired = True
             for conn in list(self._connections):
                 _shut(conn)
