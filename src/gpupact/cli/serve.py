@@ -55,7 +55,7 @@ def serve_command(
         )
     except ImportError as err:
         raise InputError(
-            f"serving needs the `serve` extra: pip install 'gpupact[serve]' ({err})"
+            f"serving needs FastAPI and uvicorn, which come with gpupact: pip install gpupact ({err})"
         ) from None
     from gpupact.ledger import Ledger
 
