@@ -191,7 +191,7 @@ CATALOGUE: dict[str, ModelArch] = {
                   heads=32, kv_heads=8, head_dim=128, vocab=32000, intermediate=14336,
                   max_context=32768, experts=8, experts_per_token=2, moe_intermediate=14336),
         ModelArch("mixtral-8x22b", "mistralai/Mixtral-8x22B-v0.1", layers=56, hidden=6144,
-                  heads=48, kv_heads=8, head_dim=128, vocab=32768, intermediate=16384,
+                  heads=48, kv_heads=8, head_dim=128, vocab=32000, intermediate=16384,
                   max_context=65536, experts=8, experts_per_token=2, moe_intermediate=16384),
         ModelArch("gemma-2-9b", "google/gemma-2-9b", layers=42, hidden=3584, heads=16,
                   kv_heads=8, head_dim=256, intermediate=14336, **_GEMMA2),

@@ -13,9 +13,13 @@ activation peak memory takes Z GiB; the rest of the memory reserved for KV Cache
   (3 x intermediate / tp; a fused MoE holds top-k copies of each), 2 bytes each. The sampler
   holds full-vocabulary fp32 logits and their temporaries per request (penalty bin counts,
   top-k/top-p sort values and indices, probabilities): SAMPLER_BYTES_PER_LOGIT per entry.
-  Checked against vLLM issue #10517 (RTX 3090, Llama-3.1-8B, 20,000 and 29,000 tokens:
-  17.06 - 14.99 = 2.07 GiB and 2.99 GiB; this model: 2.06 and 2.99 GiB) and fitted to issue
-  #21348 (Qwen3-235B-A22B-FP8 on 4 x H100, 1,024 sequences: 8.1 GiB beside the weights).
+  The forward term is checked against vLLM issue #10517 (RTX 3090, Llama-3.1-8B, 20,000 and
+  29,000 tokens: peak 17.06 and 17.98 GiB less 14.99 GiB of weights = 2.07 and 2.99 GiB; this
+  model: 2.06 and 2.99 GiB). The sampler term is fitted to vLLM PR #12569 (V1, Llama-3.1-70B
+  w8a8 on an 80 GB GPU, 1,024 sequences: 67.72 GiB of weights, 1,381 blocks = 6.74 GiB of KV
+  at utilization 0.98 leave 3.18 GiB, 24 bytes per logit beside 0.25 GiB non-torch). vLLM V0
+  logs show ~40 bytes (PR #10511: 1.26 GiB for 256 x 128,256 logits), a V1 log with an LMCache
+  connector ~55 (#21348); this model's error on them is in tests/plan/test_measured_logs.py.
 - non-torch: cuBLAS workspaces, NCCL communicators and vLLM's custom all-reduce buffers;
   logged as 0.13-0.35 GiB at TP 1 and 0.34-0.43 GiB at TP 4 (vLLM #16570, #10517, PR #13109).
 - CUDA graphs: captured after the KV cache is allocated, so outside the budget: they and the
@@ -29,7 +33,7 @@ from gpupact.plan.models import ModelArch
 
 GIB = 2**30
 ACTIVATION_BYTES = 2  # bf16 activations
-SAMPLER_BYTES_PER_LOGIT = 55  # fitted, see the module doc
+SAMPLER_BYTES_PER_LOGIT = 24  # fitted, see the module doc
 NON_TORCH_BYTES = GIB // 4  # TP 1
 NON_TORCH_PER_PEER_BYTES = GIB // 20  # NCCL and custom all-reduce buffers per extra GPU
 CUDA_CONTEXT_BYTES = GIB // 2  # outside every engine's budget (present before profiling)
