@@ -15,6 +15,7 @@ cannot be sized from a parameter count) and only its weights are checked.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,7 @@ from gpupact.kube.objects import Pod
 from gpupact.ops.findings import format_duration
 from gpupact.ops.model import time_or_none
 from gpupact.plan.from_contract import pool_gpu, runtime_memory, service_model
-from gpupact.plan.memory import replica_memory
+from gpupact.plan.memory import GPU_MEMORY_UTILIZATION, replica_memory
 from gpupact.plan.models import UnknownModel, resolve_model
 from gpupact.plan.weights import weight_bytes
 from gpupact.plan.workload import default_kv_dtype
@@ -344,7 +345,7 @@ def memory_profile(contract: Contract, service: Service, pod: Pod | None) -> Mem
     except UnknownModel as err:
         # weights from the declared parameter count; the KV cache only from the annotation
         weights = service.model.weight_bytes
-        usable = tp * device * 9 // 10
+        usable = math.floor(tp * device * GPU_MEMORY_UTILIZATION)
         return MemoryProfile(
             service.name, tp, device, weights, usable, 0, override,
             "annotation" if override else "unknown model", service.context_length,

@@ -12,6 +12,7 @@ one URL per GPU: docs/plan.md, "GPU catalogue".
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 
@@ -136,6 +137,5 @@ def find_gpu(label: str) -> GpuModel | None:
 
 
 def close_gpus(label: str) -> list[str]:
-    import difflib
-
+    """Catalogue names close to an unknown label (for the error message)."""
     return difflib.get_close_matches(label.lower(), list(CATALOGUE), n=4, cutoff=0.4)
