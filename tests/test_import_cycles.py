@@ -100,22 +100,8 @@ def test_the_finder_sees_cycles_and_edges():
         "gpupact.engine.admission",
         "gpupact.ops",
         "gpupact.twin",
-        pytest.param(
-            "gpupact.engine.kai",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="kai: gpu_sharing <-> model, and actions -> session -> actions "
-                "(with ordering, solver); owned by another helper",
-            ),
-        ),
-        pytest.param(
-            "gpupact.engine.volcano",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="volcano: session imports actions and plugins, which import session; "
-                "owned by another helper",
-            ),
-        ),
+        "gpupact.engine.kai",
+        "gpupact.engine.volcano",
     ],
 )
 def test_package_has_no_import_cycle(package):

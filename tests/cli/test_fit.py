@@ -94,8 +94,8 @@ _NODE = (
     "status:\n  allocatable: {{{alloc}}}\n"
 )
 _GPU_POD = (
-    "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n"
-    "    resources: {requests: {cpu: '1', nvidia.com/gpu: '1'}}\n"
+    "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: x\n"
+    "    resources: {requests: {cpu: '1'}, limits: {nvidia.com/gpu: '1'}}\n"
 )
 
 
@@ -203,7 +203,7 @@ def test_bound_volume_claims_in_the_snapshot_are_checked(tmp_path: Path) -> None
         "kind": "Pod",
         "metadata": {"name": "reader", "namespace": "default"},
         "spec": {
-            "containers": [{"name": "c"}],
+            "containers": [{"name": "c", "image": "x"}],
             "tolerations": [{"operator": "Exists"}],
             "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}],
         },
@@ -234,3 +234,112 @@ def test_a_bad_claim_in_the_snapshot_is_one_error_line(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "spec.volumeName" in result.output and "cluster.json" in result.output
     assert "Traceback" not in result.output
+
+
+_VALID_POD = (
+    "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: x\n"
+    "    resources: {requests: {cpu: '1'}}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        # the API server's ValidateNodeSelectorRequirement; the scheduler would only not match
+        (
+            "  affinity:\n    nodeAffinity:\n"
+            "      requiredDuringSchedulingIgnoredDuringExecution:\n"
+            "        nodeSelectorTerms:\n        - matchExpressions:\n"
+            "          - {key: zone, operator: Within, values: [a]}\n",
+            "pod.yaml:13:35: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnored"
+            "DuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator: "
+            'Invalid value: "Within": not a valid selector operator',
+        ),
+        (
+            "  tolerations:\n  - {key: k, operator: Exists, value: v}\n",
+            "pod.yaml:9:24: spec.tolerations[0].operator: value must be empty when `operator` "
+            "is 'Exists'",
+        ),
+        (
+            "  tolerations:\n  - {key: k, effect: NoScheduleSometimes}\n",
+            "pod.yaml:9:22: spec.tolerations[0].effect: Unsupported value",
+        ),
+        (
+            "  topologySpreadConstraints:\n  - {maxSkew: 0, topologyKey: zone, "
+            "whenUnsatisfiable: DoNotSchedule}\n",
+            "pod.yaml:9:15: spec.topologySpreadConstraints[0].maxSkew: Invalid value: 0: must be "
+            "greater than zero",
+        ),
+        (
+            "  topologySpreadConstraints:\n  - {maxSkew: 1, topologyKey: zone, "
+            "whenUnsatisfiable: Sometimes}\n",
+            "pod.yaml:9:56: spec.topologySpreadConstraints[0].whenUnsatisfiable: Unsupported",
+        ),
+        (
+            "  restartPolicy: Sometimes\n",
+            'pod.yaml:8:18: spec.restartPolicy: Unsupported value: "Sometimes"',
+        ),
+        (
+            "  priorityClassName: system-node-critical\n  priority: 1\n",
+            "pod.yaml:9:13: spec.priority: Forbidden: the integer value of priority (1)",
+        ),
+    ],
+)
+def test_pod_the_api_server_would_refuse_is_exit_2(
+    tmp_path: Path, extra: str, expected: str
+) -> None:
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(_VALID_POD + extra)
+    result = runner.invoke(app, ["fit", "-f", str(pod), "--nodes", str(CLUSTER)])
+    line = result.output.strip()
+    assert result.exit_code == 2, result.output
+    assert "\n" not in line and line.startswith("error: "), line
+    assert line.split(str(tmp_path) + "/", 1)[1].startswith(expected), line
+
+
+def test_the_valid_pod_itself_is_explained(tmp_path: Path) -> None:
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(_VALID_POD)
+    result = runner.invoke(app, ["fit", "-f", str(pod), "--nodes", str(CLUSTER)])
+    assert result.exit_code in (0, 1), result.output
+    assert "nodes are available" in result.output
+
+
+@pytest.mark.parametrize(
+    ("resources", "expected"),
+    [
+        (
+            "{requests: {nvidia.com/gpu: '1'}}",
+            "pod.yaml:7:16: spec.containers[0].resources.limits: Required value: Limit must be "
+            "set for non overcommitable resources",
+        ),
+        (
+            "{limits: {nvidia.com/gpu: 500m}}",
+            "pod.yaml:7:42: spec.containers[0].resources.limits.nvidia.com/gpu: Invalid value: "
+            '"500m": must be an integer',
+        ),
+    ],
+)
+def test_extended_resources_as_the_api_server_reads_them(
+    tmp_path: Path, resources: str, expected: str
+) -> None:
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(_VALID_POD.replace("{requests: {cpu: '1'}}", resources))
+    result = runner.invoke(app, ["fit", "-f", str(pod), "--nodes", str(CLUSTER)])
+    line = result.output.strip()
+    assert result.exit_code == 2, result.output
+    assert line.split(str(tmp_path) + "/", 1)[1].startswith(expected), line
+
+
+def test_a_node_with_a_fractional_gpu_count_is_exit_2(tmp_path: Path) -> None:
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(_NODE.format(labels="", alloc="cpu: '8', nvidia.com/gpu: 1500m"))
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(_GPU_POD)
+    result = runner.invoke(app, ["fit", "-f", str(pod), "--nodes", str(nodes)])
+    line = result.output.strip()
+    assert result.exit_code == 2, result.output
+    assert line.split(str(tmp_path) + "/", 1)[1].startswith(
+        'nodes.yaml:6:43: status.allocatable.nvidia.com/gpu: Invalid value: "1500m": must be '
+        "an integer"
+    ), line

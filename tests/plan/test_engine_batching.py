@@ -8,14 +8,14 @@ import dataclasses
 import numpy as np
 import pytest
 
+from gpupact.contract.schema import Quantization
 from gpupact.plan import batching
 from gpupact.plan.batching import Requests, simulate
-from gpupact.plan.engine import EngineSpec
+from gpupact.plan.engine import ALLREDUCE_LATENCY_S, STEP_OVERHEAD_S, EngineSpec
 from gpupact.plan.engine_load import latency_at, latency_curve, saturation_rate
 from gpupact.plan.gpus import CATALOGUE as GPUS
 from gpupact.plan.models import CATALOGUE as MODELS
 from gpupact.plan.workload import TokenStats
-from gpupact.contract.schema import Quantization
 
 INPUT, OUTPUT, CONTEXT = TokenStats(600, 2000), TokenStats(200, 500), 16384
 
@@ -55,17 +55,18 @@ def test_decode_is_memory_bound_and_prefill_compute_bound() -> None:
     s = spec()
     weights = s.weight_bytes(1)
     decode = s.step_s(1, 1, 0)
-    assert decode == pytest.approx(weights / s.bytes_per_s + 0.6e-3, rel=1e-9)
+    assert decode == pytest.approx(weights / s.bytes_per_s + STEP_OVERHEAD_S, rel=1e-9)
     prefill = s.step_s(2048, 2048 * 2049 / 2, 0)
     flops = 2 * s.model.active_params * 2048 + s.attention_flops_per_pair * 2048 * 2049 / 2
-    assert prefill == pytest.approx(flops / s.flops_per_s + 0.6e-3, rel=1e-9)
+    assert prefill == pytest.approx(flops / s.flops_per_s + STEP_OVERHEAD_S, rel=1e-9)
 
 
 def test_tensor_parallel_adds_two_all_reduces_per_layer() -> None:
     s = spec(tp=4)
     n = 2048
     size = n * s.model.hidden * 2
-    one_reduce = 2 * 3 / 4 * size / s.gpu.link_bandwidth + 8e-6  # ring over NVLink
+    ring = 2 * 3 / 4 * size / s.gpu.link_bandwidth  # ring over NVLink
+    one_reduce = ring + ALLREDUCE_LATENCY_S["nvlink"]
     assert s.comm_s(n) == pytest.approx(2 * s.model.layers * one_reduce, rel=1e-12)
     assert spec(tp=1).comm_s(n) == 0
 

@@ -22,7 +22,21 @@ from gpupact.cli.render import columns, emit, label_selector
 from gpupact.cluster.snapshot import load_objects
 from gpupact.engine.placement.framework import ClusterView, FitResult, explain_fit
 from gpupact.errors import InputError
+from gpupact.kube.validation_objects import check_node, check_pod
 from gpupact.source import display_name
+
+
+def _incoming_pod(kind: str, obj: dict) -> None:
+    """The pod a user is about to create: refused as the API server would (FieldError)."""
+    if kind == "Pod":
+        check_pod(obj)
+
+
+def _cluster_node(kind: str, obj: dict) -> None:
+    """Nodes are checked as the API server would; the pods in a snapshot were admitted
+    already (perhaps under older rules), so they are only parsed."""
+    if kind == "Node":
+        check_node(obj)
 
 
 def _as_data(result: FitResult) -> dict:
@@ -81,10 +95,10 @@ def fit(
     """For each node, whether the pod fits and why not, with the kube-scheduler summary.
     `-o name` lists the nodes it fits on (`node/NAME`)."""
     only_nodes = label_selector(selector)
-    incoming = load_objects([pod_file], only=("Pod",))
+    incoming = load_objects([pod_file], only=("Pod",), check=_incoming_pod)
     if not incoming.pods:
         raise InputError("no Pod object found", file=display_name(pod_file))
-    cluster_objs = load_objects([*nodes, *pods])
+    cluster_objs = load_objects([*nodes, *pods], check=_cluster_node)
     if not cluster_objs.nodes:
         raise InputError("no Node object found", file=", ".join(map(display_name, nodes)))
     chosen = [n for n in cluster_objs.nodes if only_nodes is None or only_nodes.matches(n.labels)]

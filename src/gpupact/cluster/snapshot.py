@@ -6,7 +6,7 @@ is read whole before anything is returned, so a bad file never yields a partial 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,8 +46,13 @@ def read_pod(obj: dict[str, Any]) -> Pod:
 
 
 def load_objects(
-    paths: Iterable[str | Path], *, only: tuple[str, ...] = SUPPORTED_KINDS
+    paths: Iterable[str | Path],
+    *,
+    only: tuple[str, ...] = SUPPORTED_KINDS,
+    check: Callable[[str, dict[str, Any]], None] | None = None,
 ) -> Objects:
+    """`check(kind, obj)` runs on each Node and Pod read (a FieldError is located like a
+    parse error)."""
     out = Objects()
     for path in paths:
         for doc in load_documents(path):
@@ -59,8 +64,12 @@ def load_objects(
                 try:
                     if kind == "Node" and core and "Node" in only:
                         out.nodes.append(read_node(obj))
+                        if check is not None:
+                            check(kind, obj)
                     elif kind == "Pod" and core and "Pod" in only:
                         out.pods.append(read_pod(obj))
+                        if check is not None:
+                            check(kind, obj)
                     elif "Node" in only and out.scheduling.add(obj):
                         pass
                     else:

@@ -24,15 +24,19 @@ FIELD_VALUE_INVALID = "FieldValueInvalid"
 FIELD_VALUE_NOT_SUPPORTED = "FieldValueNotSupported"
 FIELD_VALUE_REQUIRED = "FieldValueRequired"
 FIELD_VALUE_DUPLICATE = "FieldValueDuplicate"
+FIELD_VALUE_FORBIDDEN = "FieldValueForbidden"
+FIELD_VALUE_TOO_LONG = "FieldValueTooLong"
 
 _TYPE_WORDS = {
     FIELD_VALUE_INVALID: "Invalid value",
     FIELD_VALUE_NOT_SUPPORTED: "Unsupported value",
     FIELD_VALUE_REQUIRED: "Required value",
     FIELD_VALUE_DUPLICATE: "Duplicate value",
+    FIELD_VALUE_FORBIDDEN: "Forbidden",
+    FIELD_VALUE_TOO_LONG: "Too long",
 }
 # ErrorBody leaves the bad value out for these types
-_VALUELESS_TYPES = frozenset({FIELD_VALUE_REQUIRED})
+_VALUELESS_TYPES = frozenset({FIELD_VALUE_REQUIRED, FIELD_VALUE_FORBIDDEN, FIELD_VALUE_TOO_LONG})
 
 
 class Subscript(str):
@@ -104,6 +108,10 @@ def duplicate_issue(path: Sequence[PathPart], value: object) -> FieldIssue:
     return FieldIssue(FIELD_VALUE_DUPLICATE, tuple(path), value, "")
 
 
+def forbidden_issue(path: Sequence[PathPart], detail: str) -> FieldIssue:
+    return FieldIssue(FIELD_VALUE_FORBIDDEN, tuple(path), None, detail)
+
+
 def supported_values(choices: Iterable[str]) -> str:
     """field.NotSupported's detail: `supported values: "a", "b"` (in the order given)."""
     return "supported values: " + ", ".join(_go_value(choice) for choice in choices)
@@ -135,6 +143,10 @@ _LABEL_VALUE_MSG = (
 )
 _DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
+_DNS1123_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character"
+)
 _DNS1123_SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
     "'.', and must start and end with an alphanumeric character"
@@ -143,6 +155,7 @@ _DNS1123_SUBDOMAIN_MSG = (
 _LABEL_KEY_RE = re.compile(_LABEL_KEY_FMT)
 _LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
 _DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
+_DNS1123_LABEL_RE = re.compile(_DNS1123_LABEL_FMT)
 
 _NAME_MAX_BYTES = 63
 _PREFIX_MAX_BYTES = 253
@@ -254,3 +267,34 @@ def check_label_value(value: str, path: Sequence[PathPart]) -> None:
     errors = _label_value_errors_cached(value) if type(value) is str else _label_value_errors(value)
     if errors:
         raise invalid_issue(path, value, "; ".join(errors)).as_error()
+
+
+# --- DNS names (apimachinery api/validate/content IsDNS1123Label / IsDNS1123Subdomain; used by
+#     ValidateDNS1123Label, kubernetes v1.35.4 pkg/apis/core/validation/validation.go L158-L164) --
+
+_LABEL_MAX_BYTES = 63
+_SUBDOMAIN_MAX_BYTES = 253
+
+
+def dns1123_label_errors(value: str) -> list[str]:
+    """IsDNS1123Label: at most 63 bytes of [a-z0-9-], alphanumeric at both ends; a valid
+    subdomain that is not a label is told it has dots."""
+    errs: list[str] = []
+    if _byte_len(value) > _LABEL_MAX_BYTES:
+        errs.append(_max_len_error(_LABEL_MAX_BYTES))
+    if not _DNS1123_LABEL_RE.fullmatch(value):
+        if _DNS1123_SUBDOMAIN_RE.fullmatch(value):
+            errs.append("must not contain dots")
+        else:
+            errs.append(_regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
+def dns1123_subdomain_errors(value: str) -> list[str]:
+    """IsDNS1123Subdomain: at most 253 bytes of dot-separated DNS labels."""
+    errs: list[str] = []
+    if _byte_len(value) > _SUBDOMAIN_MAX_BYTES:
+        errs.append(_max_len_error(_SUBDOMAIN_MAX_BYTES))
+    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
+        errs.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
+    return errs

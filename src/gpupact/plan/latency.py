@@ -19,12 +19,17 @@ from gpupact.plan.gpus import GpuModel
 from gpupact.plan.memory import ReplicaMemory
 from gpupact.plan.models import ModelArch
 
-# Model FLOPs utilisation of a large prefill: serving engines reach 40-60% of the dense peak
-# on long prompts; half is a planning figure, not a promise.
-PREFILL_MFU = 0.5
-# Memory-bandwidth utilisation of a decode step: well-tuned kernels read weights and KV at
-# 60-80% of the datasheet bandwidth.
-DECODE_BANDWIDTH_EFFICIENCY = 0.7
+# Fitted across the public measurements of tests/plan/measured/points.yaml (sources there;
+# errors per point in docs/plan-accuracy.md), one value for every model, GPU and engine:
+# Model FLOPs utilisation of a prefill. The TTFT points at concurrency 1 put long bf16 prompts
+# at ~60 % of the dense peak (Qwen2.5-72B on 2 x H100, tenstorrent/tt-inference-server#143)
+# and an fp8 5000-token prompt at ~46 % of the fp8 peak (Llama-3.3-70B, NIM 1.8.0 table);
+# 0.55 minimises the squared log error over them.
+PREFILL_MFU = 0.55
+# Memory-bandwidth utilisation of a decode step, fitted over the 15 decode-bound points
+# (ITL at concurrency 1, vLLM's batch-8 latency suite on A100/H100/H200); the A100 sweep
+# source states its single-request decode at ~77 % of the bandwidth ceiling.
+DECODE_BANDWIDTH_EFFICIENCY = 0.75
 
 
 def prefill_flops(model: ModelArch, tokens: float) -> float:

@@ -39,7 +39,7 @@ from gpupact.kube.resources_fit import DEFAULT_RESOURCES, ResourceSpec
 from gpupact.plan.serving import replica_serving
 from gpupact.twin.autoscaler import Autoscaler
 from gpupact.twin.control import ControlPlane, PodRecord, Preemption
-from gpupact.twin.cron import fire_times
+from gpupact.twin.cron import fire_times, zone_of
 from gpupact.twin.hpa import HpaController, metric_total
 from gpupact.twin.metric_delay import MetricPipeline, QueueSample, queue_counts
 from gpupact.twin.metrics import PendingSample, Recorder, Usage, finite, summarize
@@ -208,7 +208,9 @@ class Simulation:
                     if job.schedule is None:
                         self._at(0.0, "job", template.name)
                         continue
-                    for moment in fire_times(job.schedule, self.start, end):
+                    # read in the compiled CronJob's timeZone (the contract's)
+                    zone = zone_of(self.world.contract.time_zone)
+                    for moment in fire_times(job.schedule, self.start, end, zone):
                         self._at((moment - self.start).total_seconds(), "job", template.name)
         for arrivals, name in self.world.generated:
             if not arrivals.per_hour:
@@ -250,7 +252,8 @@ class Simulation:
             ]
         out = []
         lookback = self.start - window.duration
-        for moment in fire_times(window.schedule, lookback, end):
+        zone = zone_of(self.world.contract.time_zone)
+        for moment in fire_times(window.schedule, lookback, end, zone):
             begin = (moment - self.start).total_seconds()
             out.append((begin, begin + window.duration.total_seconds()))
         return out

@@ -10,7 +10,6 @@ from gpupact.engine.kai import (
     KaiConfig,
     KaiSession,
     NotModelledError,
-    UnsupportedError,
     parse_kai_podgroup,
     parse_kai_queue,
 )
@@ -238,10 +237,6 @@ def test_session_rejects_inconsistent_or_unmodelled_input() -> None:
         make([node("n1", 1)], [], [group("g", "nope")], [queue("qa", 1)])
     with pytest.raises(ValueError, match="unknown parent"):
         make([node("n1", 1)], [], [], [queue("qa", 1, parent="ghost")])
-    shared = pod("s0", "s", 0)
-    shared["metadata"]["annotations"]["gpu-memory"] = "2000"
-    with pytest.raises(UnsupportedError):
-        make([node("n1", 1)], [shared], [group("s", "qa")], [queue("qa", 1)])
     with pytest.raises(NotModelledError):
         make([node("n1", 1)], [], [], [queue("qa", 1)]).run(["shuffle"])
 

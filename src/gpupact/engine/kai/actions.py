@@ -17,84 +17,17 @@ from typing import TYPE_CHECKING
 from gpupact.engine.gang import (
     ACTIVE_ALLOCATED_STATUSES,
     StalenessTracker,
-    Statement,
     TaskStatus,
     gang_is_stale,
 )
 from gpupact.engine.kai import fairshare as fs
+from gpupact.engine.kai.allocation import allocate_job, quantities
 from gpupact.engine.kai.model import JobView, KaiNode, KaiTask
 from gpupact.engine.kai.ordering import JobsOrder
 from gpupact.engine.kai.solver import JobSolver, Scenario
 
 if TYPE_CHECKING:
-    from gpupact.engine.kai.session import KaiSession
-
-
-# --- allocation of one job --------------------------------------------------------------------
-
-
-def _quantities(tasks: list[KaiTask]) -> fs.Quantities:
-    total = fs.zero()
-    for task in tasks:
-        total = fs.added(total, task.quantities)
-    return total
-
-
-def job_over_capacity(ssn: KaiSession, job: JobView, tasks: list[KaiTask]) -> bool:
-    """Over a queue limit, or non-preemptible work over a queue quota (up the tree)."""
-    requested = _quantities(tasks)
-    if fs.over_limit(ssn.queues, job.queue, requested):
-        return True
-    return not job.preemptible and fs.non_preemptible_over_quota(ssn.queues, job.queue, requested)
-
-
-def allocate_job(
-    ssn: KaiSession, stmt: Statement, nodes: list[KaiNode], job: JobView, *, pipeline_only: bool
-) -> bool:
-    """Place the job's next tasks all-or-nothing; on failure nothing of it stays."""
-    tasks = ssn.tasks_to_allocate(job, real=not pipeline_only)
-    if job_over_capacity(ssn, job, tasks):
-        return False
-    checkpoint = stmt.checkpoint()
-    for task in tasks:
-        if not _allocate_task(ssn, stmt, nodes, task, pipeline_only):
-            stmt.rollback(checkpoint)
-            return False
-    return True
-
-
-def _allocate_task(
-    ssn: KaiSession, stmt: Statement, nodes: list[KaiNode], task: KaiTask, pipeline_only: bool
-) -> bool:
-    for node in ssn.ordered_nodes(task, nodes):
-        if not ssn.fitting_node(task, node):
-            continue
-        if task.shared is not None:
-            if _allocate_shared(ssn, stmt, task, node, pipeline_only):
-                return True
-            continue
-        if not pipeline_only and node.fits_idle(task):
-            ssn.allocate(stmt, task, node.name)
-        else:
-            ssn.pipeline(stmt, task, node.name, not pipeline_only)
-        return True
-    return False
-
-
-def _allocate_shared(
-    ssn: KaiSession, stmt: Statement, task: KaiTask, node: KaiNode, pipeline_only: bool
-) -> bool:
-    """A fractional GPU pod goes on the node's preferred GPU group(s); it is pipelined when
-    they wait for releasing resources."""
-    assert task.shared is not None
-    choice = node.sharing.choose(task, task.shared, pipeline_only)
-    if choice is None:
-        return False
-    if pipeline_only or choice.releasing:
-        ssn.pipeline(stmt, task, node.name, False, choice.groups)
-    else:
-        ssn.allocate(stmt, task, node.name, choice.groups)
-    return True
+    from gpupact.engine.kai.framework import KaiSession
 
 
 def should_pipeline(job: JobView) -> bool:
@@ -162,7 +95,7 @@ def preempt(ssn: KaiSession) -> None:
         job = order.pop()
         tasks = ssn.tasks_to_allocate(job, real=False)
         if not job.preemptible and fs.non_preemptible_over_quota(
-            ssn.queues, job.queue, _quantities(tasks)
+            ssn.queues, job.queue, quantities(tasks, "capacity")
         ):
             continue
 
@@ -196,7 +129,7 @@ def _victim_amounts(ssn: KaiSession, victim: JobView, tasks: list[KaiTask]) -> l
 
     def taken(group: list[KaiTask]) -> fs.Quantities | None:
         kept = [t for t in group if not (consolidating and t.status in ACTIVE_ALLOCATED_STATUSES)]
-        return _quantities(kept) if kept else None
+        return quantities(kept, "accepted") if kept else None
 
     amounts = [a for a in (taken([t]) for t in elastic) if a is not None]
     core_amount = taken(core)
@@ -222,7 +155,7 @@ def reclaim(ssn: KaiSession) -> None:
                     by_queue.setdefault(view.queue, []).extend(amounts)
             # the partial job's request as it was before the simulation placed it
             partial = scenario.preemptor
-            reclaimer = fs.Reclaimer(partial.queue, partial.preemptible, _quantities(partial.tasks))
+            reclaimer = fs.Reclaimer(partial.queue, partial.preemptible, quantities(partial.tasks))
             return fs.reclaimable(snapshot, reclaimer, by_queue, ssn.config.saturation_multiplier)
 
         def accept(victim: JobView, job: JobView = job) -> bool:
@@ -245,7 +178,8 @@ def consolidation(ssn: KaiSession) -> None:
     while not order.empty():
         job = order.pop()
         available = sum(n.idle_gpus() + n.releasing_gpus() for n in _node_list(ssn))
-        if available < ssn.requested(job)["gpu"]:
+        requested = quantities(ssn.tasks_to_allocate(job, real=False), "capacity")
+        if available < requested["gpu"]:  # IsEnoughGPUsAllocatableForJob
             continue
         solver = JobSolver(
             ssn, _feasible_nodes(ssn, job), _all_moved, _consolidation_victims(ssn, job, limit)
@@ -309,4 +243,4 @@ ACTIONS: dict[str, Callable[[KaiSession], None]] = {
     "stalegangeviction": stale_gang_eviction,
 }
 
-__all__ = ["ACTIONS", "allocate_job"]
+__all__ = ["ACTIONS"]

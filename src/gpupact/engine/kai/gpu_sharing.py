@@ -1,9 +1,23 @@
-"""KAI GPU sharing: fractional GPU requests placed on GPU groups (shared devices).
+"""KAI GPU sharing: fractional and GPU-memory requests placed on GPU groups (shared devices).
 
 A pod asks for part of a GPU with the `gpu-fraction` annotation (0 < f <= 1; anything else
-is not a fraction request, as upstream) and optionally `gpu-fraction-num-devices` (that
-fraction on each of n devices). A running shared pod names the groups it sits on with the
-`runai-gpu-group` label (more with `runai-gpu-group/<name>` labels).
+is not a fraction request, as upstream), or for an amount of GPU memory in MiB with the
+`gpu-memory` annotation (a positive base-10 integer; a valid fraction wins when a pod has
+both), and optionally `gpu-fraction-num-devices` (that much on each of n devices). A running
+shared pod names the groups it sits on with the `runai-gpu-group` label (more with
+`runai-gpu-group/<name>` labels). Upstream: api/pod_info/pod_info.go,
+updatePodAdditionalFields.
+
+A memory request takes its MiB from a group (api/node_info/node_info.go,
+GetResourceGpuMemory); its portion of one of the node's GPUs is ceil(100 * MiB / memory) /
+100 (getGpuMemoryFractionalOnNode), which must be at most 1 or whole (isValidGpuPortion), and
+a node without a readable nvidia.com/gpu.memory label takes no memory request (predicates:
+the node's GPU memory is not synced). Queues count a placed memory pod as devices x that
+portion on its node (setAcceptedResources), a pod not yet placed as devices x MiB /
+MinNodeGPUMemory (plugins/proportion and podgroup_info.GetTasksToAllocateInitResource).
+MinNodeGPUMemory starts at the default 100 and is only lowered by nodes above 100
+(cache/cluster_info.snapshotNodes), so it is always 100: a pending 2000 MiB pod counts as 20
+GPUs, as upstream.
 
 Node accounting follows upstream node_info/gpu_sharing_node_info.go: per group, the used,
 allocated and releasing GPU memory (a fraction f takes int(f * memory of one GPU); the memory
@@ -22,17 +36,18 @@ order; here a new group gets the lowest unused integer name and groups go by nam
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from gpupact.engine.gang import TaskStatus
 
 if TYPE_CHECKING:
-    from gpupact.engine.kai.model import KaiNode, KaiTask
     from gpupact.kube.objects import Node, Pod
 
 GPU_FRACTION_ANNOTATION = "gpu-fraction"
+GPU_MEMORY_ANNOTATION = "gpu-memory"
 NUM_DEVICES_ANNOTATION = "gpu-fraction-num-devices"
 GPU_GROUP_LABEL = "runai-gpu-group"
 GPU_GROUP_LABEL_PREFIX = GPU_GROUP_LABEL + "/"
@@ -41,16 +56,53 @@ GPU_COUNT_LABEL = "nvidia.com/gpu.count"
 DEFAULT_GPU_MEMORY = 100
 TIB_IN_MIB = 1024 * 1024
 WHOLE_GPU = "-2"  # upstream WholeGpuIndicator in the fitting-GPU list
+MIN_NODE_GPU_MEMORY = DEFAULT_GPU_MEMORY  # ClusterInfo.MinNodeGPUMemory (see above)
+_INT64 = 1 << 63
 
 
 @dataclass(frozen=True, slots=True)
 class SharedRequest:
+    """A fraction of a GPU, or `memory` MiB of one (then `fraction` is 0), on each of
+    `devices` devices. A pod with both annotations and a device count keeps both: the
+    fraction decides its type, the memory what it takes from a group (as upstream)."""
+
     fraction: Fraction
     devices: int = 1
+    memory: int = 0  # MiB
+
+    @property
+    def is_memory(self) -> bool:
+        return self.fraction == 0
 
     @property
     def gpus(self) -> Fraction:
+        """What a queue counts while the pod is not placed."""
+        if self.is_memory:
+            return Fraction(self.devices * self.memory, MIN_NODE_GPU_MEMORY)
         return self.fraction * self.devices
+
+    def portion_on(self, gpu_memory: int) -> Fraction | None:
+        """The part of one GPU with `gpu_memory` MiB the request takes (None: the node's
+        memory is 0, no portion); ceil is taken on the float64 quotient, as upstream."""
+        if self.memory <= 0:
+            return self.fraction
+        if gpu_memory <= 0:
+            return None
+        return Fraction(math.ceil(self.memory / gpu_memory * 100), 100)
+
+    def valid_on(self, gpu_memory: int) -> bool:
+        """isValidGpuPortion: at most one GPU, or a whole number of them."""
+        portion = self.portion_on(gpu_memory)
+        return portion is not None and (portion <= 1 or portion.denominator == 1)
+
+
+def go_parse_int(text: str) -> int | None:
+    """strconv.ParseInt(text, 10, 64): an optional sign and decimal digits, in int64."""
+    digits = text[1:] if text[:1] in "+-" else text
+    if not digits or not digits.isascii() or not digits.isdigit() or len(digits) > 19:
+        return None
+    value = int(text)
+    return value if -_INT64 <= value < _INT64 else None
 
 
 def _go_float(text: str) -> Fraction | None:
@@ -64,21 +116,20 @@ def _go_float(text: str) -> Fraction | None:
 
 
 def shared_request(pod: Pod) -> SharedRequest | None:
-    """The pod's fraction request, or None (no annotation, or a value upstream ignores)."""
+    """The pod's fraction or GPU-memory request, or None (no annotation, or a value
+    upstream ignores)."""
+    memory = max(go_parse_int(pod.annotations.get(GPU_MEMORY_ANNOTATION, "")) or 0, 0)
     text = pod.annotations.get(GPU_FRACTION_ANNOTATION)
-    if text is None:
-        return None
-    fraction = _go_float(text)
-    if fraction is None or fraction <= 0 or fraction > 1:
-        return None
-    devices = 1
-    count = pod.annotations.get(NUM_DEVICES_ANNOTATION, "")
-    if count:
-        try:
-            devices = int(count)
-        except ValueError:
-            devices = 1
-    return SharedRequest(fraction, devices)
+    fraction = _go_float(text) if text is not None else None
+    if fraction is None or not 0 < fraction <= 1:
+        if memory == 0:
+            return None
+        fraction = Fraction(0)
+    devices = go_parse_int(pod.annotations.get(NUM_DEVICES_ANNOTATION, ""))
+    if devices is None:
+        # one device; a valid fraction alone replaces the memory request
+        return SharedRequest(fraction, 1, 0 if fraction else memory)
+    return SharedRequest(fraction, devices, memory)
 
 
 def pod_gpu_groups(pod: Pod) -> tuple[str, ...]:
@@ -93,13 +144,17 @@ def pod_gpu_groups(pod: Pod) -> tuple[str, ...]:
 
 def gpu_memory(node: Node) -> int:
     """Memory of one GPU on the node in MiB (upstream getNodeGpuMemory)."""
-    try:
-        value = int(node.labels.get(GPU_MEMORY_LABEL, ""))
-    except ValueError:
+    value = go_parse_int(node.labels.get(GPU_MEMORY_LABEL, ""))
+    if value is None:
         return DEFAULT_GPU_MEMORY
     if value >= TIB_IN_MIB:  # the label in bytes (a gpu-feature-discovery bug)
         value //= 1024 * 1024
     return value - value % 100
+
+
+def gpu_memory_synced(node: Node) -> bool:
+    """The node's GPU memory label is readable (upstream GpuMemorySynced)."""
+    return go_parse_int(node.labels.get(GPU_MEMORY_LABEL, "")) is not None
 
 
 def gpu_count(node: Node, allocatable_gpus: int) -> int:
@@ -107,6 +162,19 @@ def gpu_count(node: Node, allocatable_gpus: int) -> int:
         return int(node.labels[GPU_COUNT_LABEL])
     except (KeyError, ValueError):
         return allocatable_gpus
+
+
+class GpuNode(Protocol):
+    """What the group accounting reads and moves on its node (model.KaiNode): the whole
+    GPUs its pods hold and its idle / releasing GPU counts."""
+
+    used_whole_gpus: int
+
+    def idle_gpus(self) -> int: ...
+
+    def releasing_gpus(self) -> int: ...
+
+    def add_gpus(self, kind: str, delta: int) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +189,7 @@ class SharedGpus:
 
     __slots__ = ("allocated", "count", "marked_releasing", "memory", "node", "releasing", "used")
 
-    def __init__(self, node: KaiNode, count: int, memory: int) -> None:
+    def __init__(self, node: GpuNode, count: int, memory: int) -> None:
         self.node = node
         self.count = count
         self.memory = memory
@@ -131,6 +199,9 @@ class SharedGpus:
         self.marked_releasing: set[str] = set()
 
     def task_memory(self, request: SharedRequest) -> int:
+        """GetResourceGpuMemory: the MiB asked for, else the fraction of one GPU's memory."""
+        if request.memory > 0:
+            return request.memory
         return int(request.fraction * self.memory)
 
     # --- accounting (upstream add/removeSharedTaskResourcesPerPodGroup) -------------------
@@ -243,13 +314,13 @@ class SharedGpus:
         return [entries[i][1] for i in order]
 
     def choose(
-        self, task: KaiTask, request: SharedRequest, pipeline_only: bool
+        self, request: SharedRequest, pipeline_only: bool, allocatable: bool
     ) -> GpuChoice | None:
-        """GetNodePreferableGpuForSharing."""
+        """GetNodePreferableGpuForSharing; `allocatable`: the pod fits the node's idle
+        resources."""
         groups: list[str] = []
         releasing = False
         opened = False
-        allocatable = self.node.fits_idle(task)
         for gpu in self.fitting_gpus(request):
             if gpu == WHOLE_GPU:
                 groups.append(self._new_group(groups))

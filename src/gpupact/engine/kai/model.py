@@ -25,6 +25,7 @@ from gpupact.engine.kai.gpu_sharing import (
     SharedRequest,
     gpu_count,
     gpu_memory,
+    gpu_memory_synced,
     pod_gpu_groups,
     shared_request,
 )
@@ -39,7 +40,6 @@ RESOURCES = ("cpu", "memory", "gpu")  # the fair-share dimensions, in upstream o
 MEBIBYTES = 1000 * 1000  # upstream's name for the memory quota unit (it is 10^6 bytes)
 
 POD_GROUP_ANNOTATION = "pod-group-name"
-GPU_MEMORY_ANNOTATION = "gpu-memory"
 PREEMPTIBLE = "preemptible"
 NON_PREEMPTIBLE = "non-preemptible"
 # build (100) and above are non-preemptible unless a PodGroup says otherwise
@@ -50,7 +50,7 @@ _ALIVE = ACTIVE_ALLOCATED_STATUSES | {TaskStatus.PENDING, TaskStatus.GATED}
 
 
 class UnsupportedError(ValueError):
-    """A KAI feature this model does not implement (GPU sharing, DRA, sub-groups...)."""
+    """A KAI feature this model does not implement (DRA, sub-groups...)."""
 
 
 def _number(obj: Any, path: tuple, default: Number) -> Number:
@@ -205,6 +205,9 @@ class KaiTask:
     _unbound: Pod | None = None
     shared: SharedRequest | None = None  # a fractional GPU request (GPU sharing)
     gpu_groups: tuple[str, ...] = ()  # the GPU groups a shared pod sits on
+    # GPUs a queue counts for the shared pod once a node took it (upstream AcceptedResource,
+    # set when the pod is added to a node and kept after)
+    accepted_gpus: Number | None = None
 
     @property
     def placement_pod(self) -> Pod:
@@ -220,11 +223,30 @@ class KaiTask:
 
     @property
     def quantities(self) -> dict[str, Number]:
+        """What the pod asks a queue for (upstream ResReq)."""
         return {
             "cpu": self.requests.get(CPU, 0),
             "memory": self.requests.get(MEMORY, 0),
             "gpu": self.shared.gpus if self.shared is not None else self.requests.get(GPU, 0),
         }
+
+    def amounts(self, view: str) -> dict[str, Number]:
+        """ "request", "accepted" or "capacity" amounts (see allocation.quantities)."""
+        if view == "accepted":
+            return self.accepted_quantities
+        amounts = self.quantities
+        if view == "capacity" and self.shared is not None and self.shared.is_memory:
+            amounts["gpu"] = 0  # GetGpusQuota: a memory request is charged per node
+        return amounts
+
+    @property
+    def accepted_quantities(self) -> dict[str, Number]:
+        """What a queue counts for the pod as placed (AcceptedResource): a memory request
+        becomes its portion of the GPUs of the node it was placed on."""
+        amounts = self.quantities
+        if self.accepted_gpus is not None:
+            amounts["gpu"] = self.accepted_gpus
+        return amounts
 
     @property
     def requires_gpu(self) -> bool:
@@ -232,8 +254,6 @@ class KaiTask:
 
     @classmethod
     def from_pod(cls, pod: Pod) -> KaiTask:
-        if GPU_MEMORY_ANNOTATION in pod.annotations:
-            raise UnsupportedError("GPU memory requests (gpu-memory)")
         group = pod.annotations.get(POD_GROUP_ANNOTATION, "")
         return cls(
             uid=pod.uid or pod.name,
@@ -350,7 +370,7 @@ class JobView:
         total: dict[str, Number] = {r: 0 for r in RESOURCES}
         for task in self.tasks:
             if task.status in ALLOCATED_STATUSES:
-                for r, v in task.quantities.items():
+                for r, v in task.accepted_quantities.items():
                     total[r] += v
         return total
 
@@ -378,6 +398,7 @@ class KaiNode:
         self.sharing = SharedGpus(
             self, gpu_count(node, self.allocatable.get(GPU, 0)), gpu_memory(node)
         )
+        self.gpu_memory_synced = gpu_memory_synced(node)
         self.row = -1  # position in the session's node list
         # told of every pod added to / removed from the node (the session's filter mirror)
         self.on_add: Callable[[KaiTask, KaiNode], None] | None = None
@@ -416,6 +437,10 @@ class KaiNode:
             raise ValueError(f"task {task.key} already on node {self.name}")
         self.tasks[task.key] = task.status
         self.task_groups[task.key] = task.gpu_groups
+        if task.shared is not None:
+            portion = task.shared.portion_on(self.sharing.memory)
+            if portion is not None:
+                task.accepted_gpus = portion * task.shared.devices
         self._apply(task, task.status, 1, task.gpu_groups)
         if self.on_add is not None:
             self.on_add(task, self)
@@ -436,6 +461,8 @@ class KaiNode:
             return False
         if task.shared is None:
             return True
+        if not task.shared.valid_on(self.sharing.memory):
+            return False
         return self.sharing.device_fit(task.shared, self.idle_gpus())
 
     def fits_idle_or_releasing(self, task: KaiTask) -> bool:
@@ -447,6 +474,8 @@ class KaiNode:
             return False
         if task.shared is None:
             return True
+        if not task.shared.valid_on(self.sharing.memory):
+            return False
         return self.sharing.device_fit(task.shared, self.idle_gpus() + self.releasing_gpus())
 
     def free(self, resource: str) -> int:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from gpupact.engine.kai.model import JobView
 
 if TYPE_CHECKING:
-    from gpupact.engine.kai.session import KaiSession
+    from gpupact.engine.kai.framework import KaiSession
 
 
 class JobsOrder:

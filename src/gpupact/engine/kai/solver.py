@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gpupact.engine.gang import ACTIVE_ALLOCATED_STATUSES, Statement, TaskStatus
+from gpupact.engine.kai.allocation import allocate_job
 from gpupact.engine.kai.model import JobView, KaiNode, KaiTask
 from gpupact.engine.kai.ordering import JobsOrder
 
 if TYPE_CHECKING:
-    from gpupact.engine.kai.session import KaiSession
+    from gpupact.engine.kai.framework import KaiSession
 
 VictimsFactory = Callable[[], JobsOrder]
 
@@ -247,8 +248,6 @@ def _place_preemptor_and_victims(
 ) -> bool:
     """Pipeline the preemptor and try to place each victim job again, in job order over
     the queues (pending jobs of the session compete too but are not placed)."""
-    from gpupact.engine.kai.actions import allocate_job
-
     victim_jobs = {t.job for t in victims}
     candidates: dict[str, JobView] = {
         j.uid: JobView.whole(j)

@@ -390,6 +390,15 @@ class Scheduler:
         parts["total"] = self._scores(shape, entry, candidates)
         return parts
 
+    def preference_scores(self, pod: Pod, candidates: np.ndarray) -> dict[str, np.ndarray]:
+        """TaintToleration, NodeAffinity, PodTopologySpread and InterPodAffinity for `pod` on
+        the node rows `candidates`, each normalised over them and unweighted (Volcano's
+        nodeorder runs these plugins on a candidate list of its own)."""
+        shape = compile_pod(pod)
+        parts = self._score_parts(shape, self._entry(shape), candidates)
+        del parts["local"]
+        return parts
+
     def with_state(self, state: ClusterState) -> Scheduler:
         """The same profile/strategy on another state (a copy for a what-if)."""
         profile: Any = self.strategy if self.strategy is not None else self.profile

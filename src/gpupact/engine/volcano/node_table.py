@@ -27,10 +27,9 @@ class NodeTable:
         n, r = len(nodes), len(self.names)
         self.idle = np.zeros((n, r), dtype=np.int64)
         self.future = np.zeros((n, r), dtype=np.int64)
-        self.used = np.zeros((n, 2), dtype=np.int64)  # cpu, memory
-        self.alloc = np.array(
-            [(int(x.allocatable.cpu), int(x.allocatable.memory)) for x in nodes], dtype=np.int64
-        ).reshape(n, 2)
+        self.used = np.zeros((n, r), dtype=np.int64)
+        self.alloc = np.array([self._amounts(x.allocatable) for x in nodes], dtype=np.int64)
+        self.alloc = self.alloc.reshape(n, r)
         self.max_tasks = np.array([x.allocatable.max_task_num for x in nodes], dtype=np.int64)
         self.task_count = np.zeros(n, dtype=np.int64)
         for row, node in enumerate(nodes):
@@ -48,8 +47,7 @@ class NodeTable:
         self.idle[row] = idle
         # future idle = idle + releasing - pipelined, which only tasks make differ
         self.future[row] = self._amounts(node.future_idle()) if node.tasks else idle
-        self.used[row, 0] = int(node.used.cpu)
-        self.used[row, 1] = int(node.used.memory)
+        self.used[row] = self._amounts(node.used)
         self.task_count[row] = len(node.tasks)
 
     def fits(self, request: Resource, future: bool) -> np.ndarray:

@@ -31,7 +31,7 @@ from gpupact.engine.volcano.resource import (
 )
 
 if TYPE_CHECKING:
-    from gpupact.engine.volcano.session import Session
+    from gpupact.engine.volcano.framework import Session
 
 
 @dataclass(slots=True)

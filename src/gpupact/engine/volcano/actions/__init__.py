@@ -12,7 +12,7 @@ from gpupact.engine.volcano.actions.preempt import preempt
 from gpupact.engine.volcano.actions.reclaim import reclaim
 
 if TYPE_CHECKING:
-    from gpupact.engine.volcano.session import Session
+    from gpupact.engine.volcano.framework import Session
 
 ACTIONS: dict[str, Callable[[Session], None]] = {
     "enqueue": enqueue,

@@ -12,8 +12,8 @@ from gpupact.engine.volcano.heap import PriorityQueue
 from gpupact.engine.volcano.resource import ZERO
 
 if TYPE_CHECKING:
+    from gpupact.engine.volcano.framework import Session
     from gpupact.engine.volcano.model import JobInfo, NodeInfo, Queue, TaskInfo
-    from gpupact.engine.volcano.session import Session
 
 
 def allocate(ssn: Session) -> None:

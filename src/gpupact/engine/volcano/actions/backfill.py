@@ -10,8 +10,8 @@ from gpupact.engine.volcano.actions.nodes import best_node
 from gpupact.engine.volcano.heap import PriorityQueue
 
 if TYPE_CHECKING:
+    from gpupact.engine.volcano.framework import Session
     from gpupact.engine.volcano.model import JobInfo, Queue, TaskInfo
-    from gpupact.engine.volcano.session import Session
 
 
 def backfill(ssn: Session) -> None:

@@ -9,8 +9,8 @@ from gpupact.engine.gang import PodGroupPhase
 from gpupact.engine.volcano.heap import PriorityQueue
 
 if TYPE_CHECKING:
+    from gpupact.engine.volcano.framework import Session
     from gpupact.engine.volcano.model import JobInfo, Queue
-    from gpupact.engine.volcano.session import Session
 
 
 def enqueue(ssn: Session) -> None:

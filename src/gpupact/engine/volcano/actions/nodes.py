@@ -11,8 +11,8 @@ from gpupact.engine.volcano.resource import ZERO
 from gpupact.kube.status import Code, Status
 
 if TYPE_CHECKING:
+    from gpupact.engine.volcano.framework import Session
     from gpupact.engine.volcano.model import NodeInfo, TaskInfo
-    from gpupact.engine.volcano.session import Session
 
 
 def fits_future_idle(task: TaskInfo, node: NodeInfo) -> Status:
@@ -43,17 +43,13 @@ def feasible_nodes(
 
 
 def best_node(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> NodeInfo | None:
-    """Highest node-order score; upstream picks at random among equals, here the first."""
+    """Highest node-order score over these candidates (a single candidate is taken without
+    scoring, as upstream); upstream picks at random among equals, here the first."""
     if not nodes:
         return None
     if len(nodes) == 1:
         return nodes[0]
-    best, best_score = nodes[0], ssn.node_score(task, nodes[0])
-    for node in nodes[1:]:
-        score = ssn.node_score(task, node)
-        if score > best_score:
-            best, best_score = node, score
-    return best
+    return nodes[int(np.argmax(ssn.node_order_scores(task, nodes)))]
 
 
 def prioritize(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> NodeInfo | None:
@@ -68,8 +64,10 @@ def prioritize(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> NodeInfo 
 
 def sorted_by_score(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
     """Highest score first; equal scores keep the input order."""
-    scored = [(-ssn.node_score(task, n), i, n) for i, n in enumerate(nodes)]
-    return [n for _, _, n in sorted(scored, key=lambda x: (x[0], x[1]))]
+    if not nodes:
+        return []
+    order = np.argsort(-ssn.node_order_scores(task, nodes), kind="stable")
+    return [nodes[i] for i in order.tolist()]
 
 
 # --- every node at once (the allocate action's hot path) ----------------------------------
@@ -102,12 +100,12 @@ def feasible_rows(ssn: Session, task: TaskInfo) -> tuple[np.ndarray, Callable[[]
 def prioritize_rows(ssn: Session, task: TaskInfo, rows: np.ndarray) -> NodeInfo | None:
     """`prioritize` over node rows."""
     nodes = ssn.node_list
-    scores = ssn.node_scores_all(task) if ssn.vectorised else None
-    if scores is None:
+    if not ssn.vectorised:
         return prioritize(ssn, task, [nodes[r] for r in rows.tolist()])
     table = ssn.table
     idle = rows[table.fits(task.init_resreq, future=False)[rows]]
     chosen = idle if idle.size else rows[table.fits(task.init_resreq, future=True)[rows]]
-    if chosen.size == 0:
-        return None
-    return nodes[int(chosen[int(np.argmax(scores[chosen]))])]
+    if chosen.size <= 1:  # one candidate is taken without scoring, as upstream
+        return nodes[int(chosen[0])] if chosen.size else None
+    scores = ssn.node_order_scores_rows(task, chosen)
+    return nodes[int(chosen[int(np.argmax(scores))])]

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 
 from gpupact.engine.gang import Statement, TaskStatus
 from gpupact.engine.volcano.actions.nodes import sorted_by_score
+from gpupact.engine.volcano.framework import NotModelledError
 from gpupact.engine.volcano.heap import PriorityQueue
 from gpupact.engine.volcano.resource import ZERO, Resource
-from gpupact.engine.volcano.session import NotModelledError
 
 if TYPE_CHECKING:
+    from gpupact.engine.volcano.framework import Session
     from gpupact.engine.volcano.model import JobInfo, NodeInfo, Queue, TaskInfo
-    from gpupact.engine.volcano.session import Session
 
 PREEMPTABLE_STATUSES = (TaskStatus.BOUND, TaskStatus.RUNNING)
 

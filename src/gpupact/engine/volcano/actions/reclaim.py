@@ -13,8 +13,8 @@ from gpupact.engine.volcano.heap import PriorityQueue
 from gpupact.engine.volcano.resource import ZERO
 
 if TYPE_CHECKING:
+    from gpupact.engine.volcano.framework import Session
     from gpupact.engine.volcano.model import JobInfo, Queue, TaskInfo
-    from gpupact.engine.volcano.session import Session
 
 
 def reclaim(ssn: Session) -> None:

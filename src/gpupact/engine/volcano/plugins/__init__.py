@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gpupact.engine.volcano.framework import NotModelledError, PluginOption
 from gpupact.engine.volcano.plugins.base import Plugin
 from gpupact.engine.volcano.plugins.capacity import CapacityPlugin
 from gpupact.engine.volcano.plugins.conformance import ConformancePlugin
@@ -14,7 +15,6 @@ from gpupact.engine.volcano.plugins.predicates import PredicatesPlugin
 from gpupact.engine.volcano.plugins.priority import PriorityPlugin
 from gpupact.engine.volcano.plugins.proportion import ProportionPlugin
 from gpupact.engine.volcano.plugins.sla import SlaPlugin
-from gpupact.engine.volcano.session import NotModelledError, PluginOption
 
 PLUGINS: dict[str, Callable[[PluginOption], Plugin]] = {
     "capacity": CapacityPlugin,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gpupact.engine.volcano.session import PluginOption, Session
+    from gpupact.engine.volcano.framework import PluginOption, Session
 
 
 class Plugin:

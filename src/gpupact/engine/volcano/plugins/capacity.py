@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gpupact.engine.volcano.framework import PERMIT, REJECT, EventHandler, NotModelledError
 from gpupact.engine.volcano.model import QUEUE_OPEN, JobInfo, Queue, TaskInfo
 from gpupact.engine.volcano.plugins.base import Plugin
 from gpupact.engine.volcano.queues import (
@@ -18,10 +19,9 @@ from gpupact.engine.volcano.queues import (
     queue_level,
 )
 from gpupact.engine.volcano.resource import ZERO, Resource, intersection
-from gpupact.engine.volcano.session import PERMIT, REJECT, EventHandler, NotModelledError
 
 if TYPE_CHECKING:
-    from gpupact.engine.volcano.session import Session
+    from gpupact.engine.volcano.framework import Session
 
 
 class CapacityPlugin(Plugin):

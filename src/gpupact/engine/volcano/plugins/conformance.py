@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gpupact.engine.volcano.framework import PERMIT
 from gpupact.engine.volcano.plugins.base import Plugin
-from gpupact.engine.volcano.session import PERMIT
 
 if TYPE_CHECKING:
+    from gpupact.engine.volcano.framework import Session
     from gpupact.engine.volcano.model import TaskInfo
-    from gpupact.engine.volcano.session import Session
 
 CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 SYSTEM_NAMESPACE = "kube-system"

@@ -7,13 +7,13 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
+from gpupact.engine.volcano.framework import PERMIT, EventHandler, NotModelledError
 from gpupact.engine.volcano.plugins.base import Plugin
 from gpupact.engine.volcano.resource import Resource, share
-from gpupact.engine.volcano.session import PERMIT, EventHandler, NotModelledError
 
 if TYPE_CHECKING:
+    from gpupact.engine.volcano.framework import Session
     from gpupact.engine.volcano.model import JobInfo, TaskInfo
-    from gpupact.engine.volcano.session import Session
 
 SHARE_DELTA = Fraction(1, 1_000_000)
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpupact.engine.gang import TaskStatus
+from gpupact.engine.volcano.framework import PERMIT, REJECT, ValidateResult
 from gpupact.engine.volcano.plugins.base import Plugin
-from gpupact.engine.volcano.session import PERMIT, REJECT, ValidateResult
 
 if TYPE_CHECKING:
+    from gpupact.engine.volcano.framework import Session
     from gpupact.engine.volcano.model import JobInfo, TaskInfo
-    from gpupact.engine.volcano.session import Session
 
 NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
 NOT_ENOUGH_PODS = "NotEnoughTasks"

@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gpupact.engine.placement.session_filters import Enabled, SessionFilters, combine
+from gpupact.engine.volcano.framework import EventHandler, NotModelledError
 from gpupact.engine.volcano.plugins.arguments import get_bool
 from gpupact.engine.volcano.plugins.base import Plugin
-from gpupact.engine.volcano.session import EventHandler, NotModelledError
 from gpupact.kube.status import Code, Status
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from gpupact.engine.volcano.framework import Session
     from gpupact.engine.volcano.model import NodeInfo, TaskInfo
-    from gpupact.engine.volcano.session import Session
 
 REASON_TOO_MANY_PODS = "node(s) pod number exceeded"
 STATUS_TOO_MANY_PODS = Status(Code.UNSCHEDULABLE, (REASON_TOO_MANY_PODS,), "predicates")
@@ -59,6 +59,7 @@ class PredicatesPlugin(Plugin):
             [node.node for node in ssn.node_list], placed, enabled_filters(self.option.arguments)
         )
         self.filters = filters
+        ssn.node_map = filters.state
         ssn.add_event_handler(
             EventHandler(
                 lambda task: filters.add(task.pod, task.node_name),

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gpupact.engine.volcano.framework import PERMIT
 from gpupact.engine.volcano.plugins.base import Plugin
-from gpupact.engine.volcano.session import PERMIT
 
 if TYPE_CHECKING:
+    from gpupact.engine.volcano.framework import Session
     from gpupact.engine.volcano.model import JobInfo, TaskInfo
-    from gpupact.engine.volcano.session import Session
 
 
 def _desc(left: int, right: int) -> int:

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gpupact.engine.volcano.framework import PERMIT, REJECT, EventHandler
 from gpupact.engine.volcano.model import QUEUE_OPEN, JobInfo, Queue, TaskInfo
 from gpupact.engine.volcano.plugins.base import Plugin
 from gpupact.engine.volcano.queues import proportion_attrs, proportion_share
 from gpupact.engine.volcano.resource import ZERO, Resource
-from gpupact.engine.volcano.session import PERMIT, REJECT, EventHandler
 
 if TYPE_CHECKING:
-    from gpupact.engine.volcano.session import Session
+    from gpupact.engine.volcano.framework import Session
 
 
 class ProportionPlugin(Plugin):

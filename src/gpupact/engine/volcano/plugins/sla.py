@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gpupact.engine.volcano.framework import ABSTAIN, PERMIT
 from gpupact.engine.volcano.plugins.base import Plugin
-from gpupact.engine.volcano.session import ABSTAIN, PERMIT
 from gpupact.kube.durations import MAX_DURATION, parse_go_duration
 
 if TYPE_CHECKING:
+    from gpupact.engine.volcano.framework import Session
     from gpupact.engine.volcano.model import JobInfo
-    from gpupact.engine.volcano.session import Session
 
 WAITING_TIME = "sla-waiting-time"
 
