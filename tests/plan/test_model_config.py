@@ -14,7 +14,7 @@ from gpupact.plan.memory import kv_bytes_per_token
 from gpupact.plan.model_config import read_model_config
 from gpupact.plan.models import CATALOGUE as MODELS
 from gpupact.plan.standalone import standalone_workload
-from gpupact.plan.workload import TokenStats
+from gpupact.plan.workload import TokenStats, Workload
 
 LLAMA_31_8B = {
     "architectures": ["LlamaForCausalLM"],
@@ -94,7 +94,7 @@ def test_a_directory_is_not_a_config(tmp_path: Path) -> None:
         read_model_config(str(tmp_path))
 
 
-def _workload(**kw: object):  # noqa: ANN202 - a Workload
+def _workload(**kw: object) -> Workload:
     args: dict = {
         "model": "my-model",
         "gpu": "h100",
