@@ -158,20 +158,63 @@ class LatencyTier(StrEnum):
 
 
 class Quantization(StrEnum):
+    """A weights (or KV cache) format. `int4` is the AWQ/GPTQ layout (4-bit weights in groups of
+    128 input channels, an fp16 scale and a 4-bit zero per group), `int8` the w8a8 one (8-bit
+    weights, a scale per output channel), `nf4` bitsandbytes 4-bit NormalFloat (blocks of 64
+    with double-quantised absmax), `fp8` FP8 with one scale per tensor, `fp8-channel` one per
+    output channel, `fp8-block` one per 128x128 block (DeepSeek-V3, Qwen3 FP8). The names
+    users know these by (awq, gptq, w8a8, bnb-4bit, ...) are accepted as aliases."""
+
     fp32 = "fp32"
     bf16 = "bf16"
     fp16 = "fp16"
     fp8 = "fp8"
+    fp8_channel = "fp8-channel"
+    fp8_block = "fp8-block"
     int8 = "int8"
     int4 = "int4"
+    nf4 = "nf4"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Quantization | None:
+        if isinstance(value, str):
+            key = value.strip().lower().replace("_", "-")
+            alias = _QUANTIZATION_ALIASES.get(key, key)
+            for member in cls:
+                if member.value == alias:
+                    return member
+        return None
 
     @property
     def bits(self) -> int:
-        return {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}[self.value]
+        """Bits of one weight, scales and zeros aside."""
+        return {"fp32": 32, "bf16": 16, "fp16": 16, "int4": 4, "nf4": 4}.get(self.value, 8)
 
     def weight_bytes(self, params: int) -> int:
         """Bytes of `params` weights in this format (no scales, KV cache or activations)."""
         return params * self.bits // 8
+
+
+_QUANTIZATION_ALIASES = {
+    "awq": "int4",
+    "gptq": "int4",
+    "w4a16": "int4",
+    "gptq-int4": "int4",
+    "w8a8": "int8",
+    "w8a8-int8": "int8",
+    "bnb-4bit": "nf4",
+    "bitsandbytes": "nf4",
+    "bnb": "nf4",
+    "fp8-tensor": "fp8",
+    "fp8-per-tensor": "fp8",
+    "fp8-per-channel": "fp8-channel",
+    "fp8-dynamic": "fp8-channel",
+    "fp8-e4m3": "fp8",
+    "float16": "fp16",
+    "half": "fp16",
+    "bfloat16": "bf16",
+    "float32": "fp32",
+}
 
 
 class BusinessPriority(StrEnum):

@@ -227,8 +227,9 @@ def engine_spec(
     """The engine of one replica of `workload` at tensor parallelism `tp`: its KV cache from
     the plan's memory arithmetic, its limits from the engine flags (vLLM's defaults)."""
     memory = replica_memory(
-        workload.model, workload.quantization, workload.kv_dtype, workload.gpu_memory, tp
-    )
+        workload.model, workload.quantization, workload.kv_dtype, workload.gpu_memory, tp,
+        workload.engine, workload.gpu.name,
+    )  # fmt: skip
     share = 1.0 / workload.slowdown
     return EngineSpec(
         model=workload.model,
