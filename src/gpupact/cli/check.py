@@ -40,7 +40,7 @@ def check_command(
     path = contract_file(file, file_option, "gpupact check CONTRACT.yaml")
     moment = parse_now(now)
     loaded = load_contract(path)
-    findings = check(loaded.contract, moment)
+    findings = check(loaded.contract, moment) + unknown_model_findings(loaded.contract)
     if not any(f.severity is Severity.error for f in findings):
         findings += compile_refusals(loaded.contract, moment)
     report = check_report(loaded, findings, moment)
@@ -69,6 +69,30 @@ def compile_refusals(contract: Contract, now: datetime) -> list[Finding]:
     except CompileInvalid as err:
         return [_refusal((), p.subject, p.message) for p in err.problems]
     return []
+
+
+def unknown_model_findings(contract: Contract) -> list[Finding]:
+    """Models `plan` and the twin cannot size (outside the catalogue, no architecture given):
+    an error here, so a contract check passes is one they can run."""
+    from gpupact.plan.from_contract import model_problem
+
+    out = []
+    for i, service in enumerate(contract.services):
+        problem = model_problem(service)
+        if problem is not None:
+            field, message = problem
+            out.append(
+                Finding(
+                    "unknown-model",
+                    Severity.error,
+                    ("services", i, "model", field),
+                    f"service/{service.name}",
+                    message,
+                    "use a catalogue name (gpupact plan --help lists the sources in docs/plan.md)"
+                    " or describe the model under model.architecture",
+                )
+            )
+    return out
 
 
 def _refusal(path: tuple[PathPart, ...], subject: str, message: str) -> Finding:

@@ -546,10 +546,50 @@ class Tenant(Model):
 # --- services and jobs --------------------------------------------------------------------
 
 
+class Architecture(Model):
+    """A model's shape where the planner's catalogue does not know it (or to correct it): the
+    fields of its Hugging Face config.json, named as `gpupact plan`'s flags are. Given for a
+    catalogue model, each field replaces the catalogue's; for another model, layers, hidden,
+    heads and vocab are needed (KV heads default to the heads: multi-head attention)."""
+
+    layers: Positive32 | None = None  # num_hidden_layers
+    hidden: Positive32 | None = None  # hidden_size
+    heads: Positive32 | None = None  # num_attention_heads
+    kv_heads: Positive32 | None = None  # num_key_value_heads
+    head_dim: Positive32 | None = None  # head_dim (default hidden / heads)
+    intermediate: Positive32 | None = None  # intermediate_size
+    vocab: Positive32 | None = None  # vocab_size
+    experts: Count32 | None = None  # routed experts per MoE layer
+    experts_per_token: Count32 | None = None  # num_experts_per_tok
+    moe_intermediate: Count32 | None = None  # moe_intermediate_size
+    shared_experts: Count32 | None = None  # n_shared_experts
+    dense_layers: Count32 | None = None  # first_k_dense_replace
+    q_lora_rank: Count32 | None = None  # MLA
+    kv_lora_rank: Count32 | None = None  # MLA: the cached latent's width
+    qk_rope_head_dim: Count32 | None = None  # MLA
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Architecture:
+        if self.heads and self.kv_heads and self.heads % self.kv_heads:
+            raise ValueError(
+                f"heads ({self.heads}) must be a multiple of kvHeads ({self.kv_heads})"
+            )
+        if (self.experts_per_token or 0) > (self.experts or 0) and self.experts is not None:
+            raise ValueError(
+                f"expertsPerToken ({self.experts_per_token}) exceeds experts ({self.experts})"
+            )
+        return self
+
+    def given(self) -> dict[str, int]:
+        """The fields set, by their Python names (the planner's architecture fields)."""
+        return {k: v for k, v in self.model_dump(by_alias=False).items() if v is not None}
+
+
 class ModelSpec(Model):
     name: Text
     params: Params
     quantization: Quantization = Quantization.fp16
+    architecture: Architecture | None = None
 
     @property
     def weight_bytes(self) -> int:

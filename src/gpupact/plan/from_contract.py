@@ -27,6 +27,7 @@ from gpupact.errors import InputError
 from gpupact.plan.gpus import CATALOGUE as GPUS
 from gpupact.plan.gpus import GpuModel, find_gpu
 from gpupact.plan.memory import GPU_MEMORY_UTILIZATION
+from gpupact.plan.model_config import arch_from_flags, with_flags
 from gpupact.plan.models import ModelArch, UnknownModel, approximate_dense, resolve_model
 from gpupact.plan.workload import (
     DEFAULT_INPUT,
@@ -89,14 +90,45 @@ def service_model(
             f"(weights fill {float(DEFAULT_WEIGHT_SHARE):.0%} of the replica's usable memory)"
         )
         return approximate_dense("default", params), Quantization.bf16, [note]
+    problem = model_problem(service)
+    if problem is not None:
+        field, message = problem
+        raise InputError(f"service {service.name}: model.{field}: {message}")
+    given = spec.architecture.given() if spec.architecture else {}
     try:
         resolved = resolve_model(spec.name)
-    except UnknownModel as err:
-        raise InputError(f"service {service.name}: model.name: {err}") from None
+    except UnknownModel:
+        return arch_from_flags(spec.name, **given), spec.quantization, []
     explicit = "quantization" in spec.model_fields_set
     implied = resolved.from_name or resolved.arch.native is not Quantization.bf16
     weights = spec.quantization if explicit or not implied else resolved.weights
-    return resolved.arch, weights, []
+    return with_flags(resolved.arch, **given), weights, []
+
+
+def model_problem(service: Service) -> tuple[str, str] | None:
+    """Why the planner cannot know a service's model, as (field under `model`, message): a
+    name outside the catalogue without enough of `model.architecture`. `check` reports it;
+    plan and the twin refuse it (never a silent approximation)."""
+    spec = service.model
+    if spec is None:
+        return None
+    given = spec.architecture.given() if spec.architecture else {}
+    try:
+        resolve_model(spec.name)
+        return None
+    except UnknownModel as err:
+        if not given:
+            close = f"closest: {', '.join(err.close)}; " if err.close else ""
+            return "name", (
+                f"unknown model {spec.name!r} ({close}describe it under model.architecture: "
+                f"layers, hidden, heads, kvHeads, vocab, ...)"
+            )
+    missing = [k for k in ("layers", "hidden", "heads", "vocab") if k not in given]
+    if missing:
+        return "architecture", (
+            f"{spec.name!r} is not in the catalogue, so its architecture needs {', '.join(missing)}"
+        )
+    return None
 
 
 def headroom_of(contract: Contract, service: Service) -> int:
