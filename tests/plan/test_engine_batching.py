@@ -4,6 +4,7 @@ against its own step-by-step loop: what plan and the twin promise is only as goo
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import numpy as np
 import pytest
@@ -13,7 +14,13 @@ from gpupact.contract.schema import Quantization
 from gpupact.plan import batching
 from gpupact.plan.batching import Requests, simulate
 from gpupact.plan.engine import EngineSpec
-from gpupact.plan.engine_load import latency_at, latency_curve, saturation_rate
+from gpupact.plan.engine_load import (
+    latency_at,
+    latency_curve,
+    requests_at,
+    sample_requests,
+    saturation_rate,
+)
 from gpupact.plan.gpus import CATALOGUE as GPUS
 from gpupact.plan.models import CATALOGUE as MODELS
 from gpupact.plan.workload import TokenStats
@@ -169,13 +176,33 @@ def test_latency_rises_with_load_and_waits_near_saturation() -> None:
 
 @pytest.mark.parametrize("share", [0.35, 0.66, 0.85, 0.9])
 def test_the_curve_between_its_points_is_within_a_stated_error(share: float) -> None:
-    """plan and the twin read latency from a curve of ten load points, linearly interpolated;
-    between them it stays within 25 % (P50) and 35 % (P99) of a direct run at that load."""
+    """plan and the twin read latency from a curve of nine load points, linearly interpolated;
+    between them it stays within 25 % (P50) and 35 % (P99) of a direct run at that load on
+    as many requests as a point there is measured on."""
     s = spec()
     curve = latency_curve(s, INPUT, OUTPUT, CONTEXT)
     rate = share * curve.saturation
-    direct = latency_at(s, INPUT, OUTPUT, rate, context=CONTEXT)
+    direct = latency_at(s, INPUT, OUTPUT, rate, context=CONTEXT, requests=requests_at(share))
     read = curve.at(rate)
     assert read.ttft_p50_s == pytest.approx(direct.ttft_p50_s, rel=0.25)
     assert read.ttft_p99_s == pytest.approx(direct.ttft_p99_s, rel=0.35)
     assert read.tpot_p50_s == pytest.approx(direct.tpot_p50_s, rel=0.25)
+
+
+def test_the_saturation_rate_is_what_an_overloaded_engine_takes_in() -> None:
+    """Offered twice the saturation rate, the engine admits requests at that rate (within
+    5 %): the rate the twin's backlog drains at. Counting completions of a batch that
+    started together would overstate it (short requests finish first)."""
+    s = spec()
+    top = saturation_rate(s, INPUT, OUTPUT, context=CONTEXT)
+    reqs = sample_requests(INPUT, OUTPUT, 2 * top, 12_000, seed=5, context=CONTEXT)
+    firsts = np.sort(simulate(s, reqs).first_token)
+    lo, hi = 3_000, 10_000  # settled, and the queue still long (it grows at `top` per second)
+    assert (hi - lo) / (firsts[hi] - firsts[lo]) == pytest.approx(top, rel=0.05)
+
+
+def test_latency_never_falls_as_the_load_rises() -> None:
+    curve = latency_curve(spec(), INPUT, OUTPUT, CONTEXT)
+    for a, b in itertools.pairwise(curve.points):
+        assert b.ttft_p99_s >= a.ttft_p99_s and b.tpot_p99_s >= a.tpot_p99_s
+    assert curve.full_batch > curve.top.running_mean  # a queue fills the batch further

@@ -9,8 +9,9 @@ which met an empty engine.
 
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -20,13 +21,17 @@ from gpupact.plan.engine import EngineSpec
 from gpupact.plan.memory import MAX_NUM_SEQS, replica_memory
 from gpupact.plan.workload import Z95, TokenStats, Workload
 
-REQUESTS = 1500  # per load point: the P99 of 1,200 measured requests
+REQUESTS = 1500  # per load point at most 80 % of saturation: the P99 of 1,200 measured
 WARMUP_SHARE = 0.2
 SEED = 20261206
-SATURATED = 0.98
+# The endless queue the saturation rate is measured on, and the share of its requests whose
+# admissions are counted: past the first batch (whose short requests finish first and let the
+# next ones in early) and before the queue runs dry.
+SATURATION_REQUESTS = 12_000
+SATURATION_WINDOW = (0.25, 0.9)
 # vLLM V1's token budget per step for the OpenAI server (chunked prefill); larger on big GPUs
 # in recent releases (arg_utils default_max_num_batched_tokens).
-DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048  # a rate meets an SLO only below this share of the saturation rate
+DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048
 
 
 @dataclass(frozen=True)
@@ -58,10 +63,7 @@ def sample_requests(
     rng = np.random.default_rng(seed)
     prompts = token_lengths(input, n, rng, context - 1)
     completions = np.minimum(token_lengths(output, n, rng, context), context - prompts)
-    if math.isinf(rate):
-        arrivals = np.zeros(n)
-    else:
-        arrivals = np.cumsum(rng.exponential(1.0 / rate, n))
+    arrivals = np.zeros(n) if math.isinf(rate) else np.cumsum(rng.exponential(1.0 / rate, n))
     return Requests(arrivals, prompts, np.maximum(1, completions))
 
 
@@ -109,49 +111,89 @@ def latency_at(
 def saturation_rate(
     spec: EngineSpec, input: TokenStats, output: TokenStats, *, context: int, seed: int = SEED
 ) -> float:
-    """Requests per second the replica finishes with an endless queue: every request waits
-    from t = 0 and the engine runs full batches; measured between the first and last
-    WARMUP_SHARE of completions (before the queue runs dry)."""
-    reqs = sample_requests(input, output, math.inf, REQUESTS, seed, context)
+    """Requests per second the replica takes in with an endless queue (`endless_queue`)."""
+    return endless_queue(spec, input, output, context=context, seed=seed)[0]
+
+
+def endless_queue(
+    spec: EngineSpec, input: TokenStats, output: TokenStats, *, context: int, seed: int = SEED
+) -> tuple[float, float]:
+    """(saturation rate, batch) of the replica with an endless queue: every request waits
+    from t = 0 and the engine runs the fullest batches it can. The rate is counted on
+    admissions (first tokens), which come in queue order whatever a request's length, between
+    SATURATION_WINDOW of them: completions would overstate it (the short requests of a batch
+    finish first). The batch is the time-averaged number of running sequences."""
+    reqs = sample_requests(input, output, math.inf, SATURATION_REQUESTS, seed, context)
     run = simulate(spec, reqs)
-    ends = np.sort(run.finished[~np.isnan(run.finished)])
-    if len(ends) < 10:
-        return 0.0
-    lo, hi = int(len(ends) * WARMUP_SHARE), int(len(ends) * (1 - WARMUP_SHARE))
-    span = ends[hi] - ends[lo]
-    return (hi - lo) / span if span > 0 else math.inf
+    firsts = np.sort(run.first_token[~np.isnan(run.first_token)])
+    if len(firsts) < 10:
+        return 0.0, 0.0
+    lo, hi = (int(len(firsts) * share) for share in SATURATION_WINDOW)
+    span = firsts[hi] - firsts[lo]
+    batch = run.running_area / run.end if run.end > 0 else 0.0
+    return ((hi - lo) / span if span > 0 else math.inf), batch
 
 
 # Load points of a latency curve, as shares of the saturation rate: denser near the top,
-# where the P99 turns up.
-CURVE_SHARES = (0.05, 0.25, 0.45, 0.6, 0.72, 0.81, 0.88, 0.93, 0.96, SATURATED)
+# where the P99 turns up. Above the top the queueing part of TTFT is extrapolated (`at`).
+CURVE_SHARES = (0.05, 0.25, 0.45, 0.6, 0.72, 0.81, 0.88, 0.92, 0.95)
+TOP_SHARE = CURVE_SHARES[-1]
+# Closer to saturation a queue takes longer to settle (its relaxation time grows as
+# 1 / (1 - load)^2 for a single queue, less for a batch of hundreds): a point at load x is
+# measured on REQUESTS x SETTLE / (1 - x) requests, 6,000 at the top, whose P99 agrees with
+# runs of 60,000 (tests/twin/test_engine_fidelity.py).
+SETTLE = 0.5
+# Above the top the waiting part grows as 1 / (1 - load) (heavy traffic); capped at this load,
+# past which the twin's backlog takes over.
+EXTRAPOLATE_UP_TO = 0.99
+
+
+def requests_at(share: float) -> int:
+    """Requests a load point at `share` of saturation is measured on."""
+    return max(REQUESTS, round(REQUESTS * SETTLE / (1 - share)))
 
 
 @dataclass(frozen=True)
 class LatencyCurve:
     """A replica's latencies against its offered rate: load points from the step-level
-    engine, linear between them. Both `gpupact plan` (capacity, latency at a rate) and the
-    twin (latency of each tick) read replicas through this one curve."""
+    engine, linear between them, extrapolated above the top. Both `gpupact plan` (capacity,
+    latency at a rate) and the twin (latency of each tick) read replicas through this one
+    curve."""
 
     saturation: float  # requests per second with an endless queue
-    points: tuple[LoadPoint, ...]  # increasing rate, the last at SATURATED x saturation
+    points: tuple[LoadPoint, ...]  # increasing rate, the last at TOP_SHARE x saturation
+    full_batch: float = 0.0  # running sequences with an endless queue (0: not measured)
 
     @property
     def top(self) -> LoadPoint:
         return self.points[-1]
 
     def at(self, rate: float) -> LoadPoint:
-        """The load point at `rate` per replica, up to the top of the curve (beyond it the
-        replica is saturated: callers queue the excess, see `twin.serving`)."""
+        """The load point at `rate` per replica. Between the top point and the saturation
+        rate the TTFT's excess over a nearly idle replica's (its queueing) is scaled by
+        (1 - top load) / (1 - load), heavy traffic's law, up to EXTRAPOLATE_UP_TO; the rest
+        stays the top's (the batch is as full as it gets). At or above saturation callers
+        queue the excess (see `twin.serving`)."""
         pts = self.points
         if rate <= pts[0].rate:
             return pts[0]
         if rate >= pts[-1].rate:
-            return pts[-1]
+            return self.above_top(rate)
         hi = next(k for k, p in enumerate(pts) if p.rate >= rate)
         a, b = pts[hi - 1], pts[hi]
         f = (rate - a.rate) / (b.rate - a.rate)
         return _blend(a, b, f, rate)
+
+    def above_top(self, rate: float) -> LoadPoint:
+        top, idle = self.points[-1], self.points[0]
+        load = min(rate / self.saturation, EXTRAPOLATE_UP_TO)
+        grow = max(1.0, (1 - top.rate / self.saturation) / (1 - load))
+        return replace(
+            top,
+            rate=rate,
+            ttft_p50_s=idle.ttft_p50_s + (top.ttft_p50_s - idle.ttft_p50_s) * grow,
+            ttft_p99_s=idle.ttft_p99_s + (top.ttft_p99_s - idle.ttft_p99_s) * grow,
+        )
 
     def capacity(self, ttft_slo_s: float | None, tpot_slo_s: float | None = None) -> float:
         """The highest rate per replica on the curve whose TTFT P99 (and TPOT P99) meet the
@@ -168,7 +210,7 @@ class LatencyCurve:
         pts = self.points
         if excess(pts[0]) > 0:
             return 0.0
-        for a, b in zip(pts, pts[1:], strict=False):
+        for a, b in itertools.pairwise(pts):
             ea, eb = excess(a), excess(b)
             if eb > 0:
                 # where the linear blend crosses the SLO (the excess is monotone between
@@ -207,14 +249,35 @@ def latency_curve(
     spec: EngineSpec, input: TokenStats, output: TokenStats, context: int
 ) -> LatencyCurve:
     """The replica's curve (cached: the same profile is planned and simulated many times)."""
-    saturation = saturation_rate(spec, input, output, context=context)
+    saturation, full_batch = endless_queue(spec, input, output, context=context)
     if not saturation > 0 or math.isinf(saturation):
         raise ValueError(f"the engine serves no request of this profile ({saturation})")
-    points = tuple(
-        latency_at(spec, input, output, share * saturation, context=context)
+    measured = [
+        latency_at(
+            spec, input, output, share * saturation, context=context, requests=requests_at(share)
+        )
         for share in CURVE_SHARES
-    )
-    return LatencyCurve(saturation, points)
+    ]
+    return LatencyCurve(saturation, monotone(measured), full_batch)
+
+
+def monotone(points: list[LoadPoint]) -> tuple[LoadPoint, ...]:
+    """Latency percentiles never fall as the load rises: a point's P99 from a finite run can
+    come out below its lighter neighbour's (sampling noise), and the curve then takes the
+    neighbour's, the pessimistic reading of the two."""
+    out: list[LoadPoint] = []
+    for p in points:
+        if out:
+            q = out[-1]
+            p = replace(
+                p,
+                ttft_p50_s=max(p.ttft_p50_s, q.ttft_p50_s),
+                ttft_p99_s=max(p.ttft_p99_s, q.ttft_p99_s),
+                tpot_p50_s=max(p.tpot_p50_s, q.tpot_p50_s),
+                tpot_p99_s=max(p.tpot_p99_s, q.tpot_p99_s),
+            )
+        out.append(p)
+    return tuple(out)
 
 
 def engine_spec(
