@@ -62,7 +62,7 @@ def test_a_slo_the_contract_cannot_meet_is_exit_1() -> None:
     found = {(f["subject"], f["code"]) for f in data["findings"]}
     assert ("service/cs-agent", "ttft-slo") in found
     assert ("service/llm-70b-tp4", "ttft-slo") in found
-    code, _, _ = run(ACME, "--ttft-slo", "10s")
+    code, _, _ = run(ACME, "--ttft-slo", "20s")
     assert code == 0
 
 

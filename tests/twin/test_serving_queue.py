@@ -55,7 +55,7 @@ def test_backlog_builds_at_saturation_and_drains_below() -> None:
     wait = 0.99 * 50.0 / 10.0
     assert wait + 0.2 <= tick.ttft_p99_s <= wait + 1.0
     assert backlog_wait(0.0, 15.0, 10.0, 10.0, 0.99) == pytest.approx(wait)
-    assert q.waiting == pytest.approx(50.0)
+    assert q.waiting == pytest.approx(50.0 + 2 * 0.5)  # the backlog and the engines queues
     assert q.running == pytest.approx(2 * 100.0)  # a queue keeps the batch full
     drain = q.step(rps=5.0, replicas=2, dt=10.0)  # 5/s spare: the backlog is gone after 10 s
     assert q.backlog == pytest.approx(0.0)

@@ -132,7 +132,7 @@ class EngineQueue:
 
     def _batch(self, replicas: int, point: LoadPoint, backlog: float) -> None:
         self.running = replicas * point.running_mean
-        self.waiting = max(replicas * point.waiting_mean, backlog)
+        self.waiting = replicas * point.waiting_mean + backlog
         self.busy = point.busy
 
     @property
