@@ -114,7 +114,6 @@ class _Engine:
         self.ends: list[tuple[int, int]] = []  # heap of (D at which it finishes, request)
         self.hist = [0] * self.bt  # decoding sequences by base mod block_tokens
         self.sp: int | None = None
-        self.sp_take = 0  # its chunk in a step that preempted
         self.waiting: deque[int] = deque()
         self.next_arrival = 0
         self.now = 0.0
@@ -181,11 +180,12 @@ class _Engine:
         self.waiting.appendleft(victim)
         self.preemptions += 1
 
-    def schedule_preempting(self) -> None:
+    def schedule_preempting(self) -> int:
         """The running requests in admission order, each decoding sequence needing a block
         when its next token starts one, preempting the newest while blocks are short; then
         the prefilling request (the newest), preempting itself if its chunk does not fit.
-        Allocates the blocks of what is left running; nothing is admitted after this."""
+        Allocates the blocks of what is left running (nothing is admitted after this); the
+        prefilling request's chunk (0: none, or it was preempted)."""
         order = list(self.dec)
         d, bt = self.D, self.bt
         taken = 0  # blocks the decoders placed so far take
@@ -213,7 +213,8 @@ class _Engine:
                 self.preempt_newest()
             else:
                 self.used += need
-                self.sp_take = take
+                return take
+        return 0
 
     def step_once(self) -> None:
         """One step of the scheduler and the forward pass it runs."""
@@ -245,9 +246,8 @@ class _Engine:
                 running += 1
                 admitted.append((i, take))
         else:
-            self.sp_take = 0
-            self.schedule_preempting()
-            n, sp, sp_take = len(self.dec), self.sp, self.sp_take
+            sp_take = self.schedule_preempting()
+            n, sp = len(self.dec), self.sp
         # the forward pass over what was scheduled
         kv = self.base_sum + n * self.D  # the decoders' cached tokens
         tokens, pairs = n, kv + n
