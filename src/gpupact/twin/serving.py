@@ -63,7 +63,7 @@ class EngineQueue:
     waiting: float = 0.0  # requests queued in the engines and in the backlog
     busy: float = 0.0  # share of the time a replica's engine is stepping
     served: float = 0.0
-    # TTFT P50/P99 above the curve's top point that the queue has built up so far (seconds)
+    # TTFT P50/P99 above a nearly idle replica's, built up by the queue so far (seconds)
     queued_p50: float = 0.0
     queued_p99: float = 0.0
 
