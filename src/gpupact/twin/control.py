@@ -113,6 +113,9 @@ class ControlPlane:
     gang_scheduling: bool = True
     volcano_actions: Sequence[str] = VOLCANO_ACTIONS  # the compiled volcano-scheduler.conf's
     t0: float = 0.0  # epoch seconds of the twin's t = 0 (pod start times, preemption order)
+    # placement -> bound: the node's resources are held from the placement on (the scheduler
+    # assumes the pod in its cache), the pod is bound and starts this much later
+    bind_latency: float = 0.0
     pending: dict[str, PodRecord] = field(default_factory=dict)
     bound: dict[str, PodRecord] = field(default_factory=dict)
     terminating: dict[str, PodRecord] = field(default_factory=dict)  # deleted, still on a node
@@ -225,16 +228,17 @@ class ControlPlane:
 
     def _bind(self, record: PodRecord, row: int, devices: Sequence[int] | None, now: float) -> None:
         node = self.state.node_names[row]
+        at = now + self.bind_latency
         bound = replace(
             record.pod,
             node_name=node,
             phase="Running",
-            start_time=utc_text(datetime.fromtimestamp(self.t0 + now, tz=UTC)),
+            start_time=utc_text(datetime.fromtimestamp(self.t0 + at, tz=UTC)),
         )
         self.state.bind(bound, row, devices)
         record.pod = bound
         record.node = node
-        record.bound_at = now
+        record.bound_at = at
         record.reason = ""
         del self.pending[record.key]
         self.bound[record.key] = record
