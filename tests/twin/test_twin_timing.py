@@ -18,13 +18,16 @@ Upstream values reproduced (each test names its own):
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from twin_helpers import contract, scenario, write
 
+from gpupact.contract import parse_contract
+from gpupact.contract.rules import check
 from gpupact.kube.objects import parse_pod
 from gpupact.twin.autoscaler import Batcher, go_seconds
 from gpupact.twin.scenario import DEFAULT_BIND_LATENCY, Autoscaler, Scenario, load_scenario
@@ -147,6 +150,19 @@ def test_time_to_gpu_and_to_serving_are_two_numbers(tmp_path: Path, until: str, 
     promise = summary["promises"]["online-infer"]
     assert promise["until"] == until
     assert promise["kept"] is kept  # a 30 s promise holds to binding, not to serving
+
+
+@pytest.mark.parametrize(("until", "warned"), [("bound", False), ("ready", True)])
+def test_check_measures_the_promise_to_its_point(until: str, warned: bool) -> None:
+    """`gpupact check`'s cold-start rule: a promise to `bound` waits for a node (provision +
+    driver + device plugin, 3m30s here), one to `ready` for the pod's pull and load too
+    (5m30s); a 4-minute promise on a pool without warm nodes breaks only the latter."""
+    c = _contract()
+    c["pools"][0]["nodes"] = {"min": 0, "max": 3}
+    c["classes"][0].update(maxQueueWait="4m", maxQueueWaitUntil=until)
+    loaded = parse_contract(yaml.safe_dump(c), "contract.yaml")
+    rules = {f.rule for f in check(loaded.contract, datetime(2026, 11, 1, tzinfo=UTC))}
+    assert ("cold-start-exceeds-queue-wait" in rules) is warned
 
 
 def test_a_replica_deleted_before_it_serves_is_still_waiting_to_serve(tmp_path: Path) -> None:
