@@ -28,6 +28,7 @@ from twin_helpers import contract, scenario, write
 
 from gpupact.contract import parse_contract
 from gpupact.contract.rules import check
+from gpupact.errors import InputError
 from gpupact.kube.objects import parse_pod
 from gpupact.twin.autoscaler import Batcher, go_seconds
 from gpupact.twin.scenario import DEFAULT_BIND_LATENCY, Autoscaler, Scenario, load_scenario
@@ -299,3 +300,26 @@ def test_the_twin_runs_the_compiled_cron_job(tmp_path: Path) -> None:
         o for o in sim.world.bundle.of_kind("CronJob") if o["metadata"]["name"] == run.job.name
     )
     assert cron["spec"]["schedule"] == "30 0 11 11 *"
+
+
+@pytest.mark.parametrize(
+    ("change", "path", "message"),
+    [
+        ({"autoscaler": {"provisioner": "keda"}}, "autoscaler.provisioner", "keda"),
+        (
+            {"autoscaler": {"batchIdleDuration": "20s"}},
+            "autoscaler",
+            "batchIdleDuration must not exceed batchMaxDuration",
+        ),
+        ({"bindLatency": "soon"}, "bindLatency", "invalid duration"),
+    ],
+)
+def test_bad_timing_fields_name_file_line_and_field(
+    tmp_path: Path, change: dict[str, Any], path: str, message: str
+) -> None:
+    write(tmp_path, _contract(), scenario(**change))
+    with pytest.raises(InputError) as err:
+        load_scenario(tmp_path)
+    text = str(err.value)
+    assert str(tmp_path / "scenario.yaml") in text and f": {path}: " in text
+    assert message in text and err.value.line is not None
