@@ -241,6 +241,18 @@ def test_an_empty_node_leaves_after_the_compiled_consolidate_after(
     assert 1000 + unneeded <= removed[0]["t"] < 1000 + unneeded + 20
 
 
+def test_karpenter_grows_a_pool_by_the_compiled_node_pool_limit(tmp_path: Path) -> None:
+    """The twin reads `limits.nodes` from the NodePool: change the object, the twin follows."""
+    sim = _sim(tmp_path)
+    assert sim.autoscaler.pools["gpu-inference"].maximum == 3  # nodes.min 1 + limits.nodes 2
+    node_pool = sim.world.bundle.of_kind("NodePool")[0]
+    node_pool["spec"]["limits"]["nodes"] = 1
+    sim.autoscaler.pools["gpu-inference"].maximum = 0
+    sim._provisioner_bounds()
+    assert sim.autoscaler.pools["gpu-inference"].maximum == 2
+    assert sim.autoscaler.pools["gpu-batch"].maximum == 1  # min == max: no NodePool
+
+
 def test_go_durations() -> None:
     assert go_seconds("5m30s") == CONSOLIDATE_AFTER
     assert go_seconds("1h") == 3600 and go_seconds("0s") == 0

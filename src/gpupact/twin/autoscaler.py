@@ -171,11 +171,21 @@ def go_seconds(text: str) -> float:
     return sum(float(n) * _GO_UNITS[u] for n, u in parts)
 
 
-def consolidate_after(node_pools: Sequence[dict]) -> dict[str, float]:
-    """Per NodePool (named after its pool), how long a node stays empty before Karpenter
-    removes it: `spec.disruption.consolidateAfter`."""
+@dataclass(frozen=True)
+class NodePoolSettings:
+    """What Karpenter reads from a compiled NodePool (named after its pool)."""
+
+    consolidate_after_s: float  # spec.disruption.consolidateAfter: empty this long, removed
+    limit_nodes: int | None  # spec.limits.nodes: the elastic nodes it may launch
+
+
+def node_pool_settings(node_pools: Sequence[dict]) -> dict[str, NodePoolSettings]:
     out = {}
     for obj in node_pools:
-        disruption = obj.get("spec", {}).get("disruption", {})
-        out[obj["metadata"]["name"]] = go_seconds(str(disruption.get("consolidateAfter", "0s")))
+        spec = obj.get("spec", {})
+        after = str(spec.get("disruption", {}).get("consolidateAfter", "0s"))
+        limit = spec.get("limits", {}).get("nodes")
+        out[obj["metadata"]["name"]] = NodePoolSettings(
+            go_seconds(after), int(limit) if limit is not None else None
+        )
     return out

@@ -45,7 +45,7 @@ from gpupact.twin.autoscaler import (
     EXPENDABLE_PRIORITY_CUTOFF,
     Autoscaler,
     Batcher,
-    consolidate_after,
+    node_pool_settings,
 )
 from gpupact.twin.control import ControlPlane, PodRecord, Preemption
 from gpupact.twin.cron import fire_times
@@ -150,7 +150,7 @@ class Simulation:
             settings.batch_idle_duration.total_seconds(),
             settings.batch_max_duration.total_seconds(),
         )
-        self.unneeded_s = self._unneeded_times()
+        self.unneeded_s = self._provisioner_bounds()
         self.bind_latency = scenario.bind_latency.total_seconds()
         pcs = {o["metadata"]["name"]: o for o in self.world.bundle.of_kind("PriorityClass")}
         self.prewarm = prewarm_runs(prewarm_jobs(self.world.bundle, pcs), self.start, self.duration)
@@ -287,16 +287,27 @@ class Simulation:
         for run in self.services.values():
             self._scale_service(run, run.desired, 0.0)
 
-    def _unneeded_times(self) -> dict[str, float]:
-        """Per pool, how long a node stays empty before it goes: the compiled NodePool's
-        consolidateAfter (Karpenter; a pool without one has no elastic nodes) or
-        cluster-autoscaler's scale-down-unneeded-time."""
+    def _provisioner_bounds(self) -> dict[str, float]:
+        """Per pool, how long a node stays empty before it goes, and (Karpenter) how far it
+        grows: the compiled NodePool's consolidateAfter and `nodes.min` + limits.nodes (a
+        pool without a NodePool has no elastic nodes); cluster-autoscaler: its
+        scale-down-unneeded-time, the node group bounds being the contract's."""
         settings = self.scenario.autoscaler
         if settings.provisioner is Provisioner.cluster_autoscaler:
             unneeded = settings.scale_down_unneeded.total_seconds()
             return {name: unneeded for name in self.world.pools}
-        compiled = consolidate_after(self.world.bundle.of_kind("NodePool"))
-        return {name: compiled.get(name, math.inf) for name in self.world.pools}
+        compiled = node_pool_settings(self.world.bundle.of_kind("NodePool"))
+        out = {}
+        for name, pool in self.autoscaler.pools.items():
+            node_pool = compiled.get(name)
+            if node_pool is None:
+                pool.maximum = pool.minimum
+                out[name] = math.inf
+                continue
+            if node_pool.limit_nodes is not None:
+                pool.maximum = pool.minimum + node_pool.limit_nodes
+            out[name] = node_pool.consolidate_after_s
+        return out
 
     def _start_phases(self, template: ServiceTemplate) -> StartPhases:
         """The pull / load split of a replica's start. A service's own `coldStart` is its
