@@ -966,6 +966,8 @@ class Simulation:
 
     def _preempted(self, p: Preemption) -> None:
         if self._placeholder(p.victim):  # what a placeholder is for: no workload lost
+            if p.victim.key in self.control.terminating:  # a grace period other than 0
+                self._at(p.until, "terminated", p.victim.key)
             self.metrics.placeholders_preempted += 1
             self.metrics.event(
                 self.now,
