@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from compile_helpers import ACME, BEFORE_EXPIRY, ROOT, compile_varied, find, varied
+from compile_helpers import (
+    ACME,
+    BEFORE_EXPIRY,
+    KUBERNETES_VERSION,
+    ROOT,
+    compile_varied,
+    find,
+    varied,
+)
 from typer.testing import CliRunner
 
 import gpupact.cli.compile  # noqa: F401  (registers the command)
@@ -51,7 +59,7 @@ def test_a_fixed_window_is_a_cron_job_of_placeholders() -> None:
     assert job["activeDeadlineSeconds"] == 4 * 3600 + 30 * 60
     assert job["parallelism"] == job["completions"] == 13
     assert job["podFailurePolicy"]["rules"] == [
-        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
     ]
     spec = job["template"]["spec"]
     assert spec["priorityClassName"] == PRIORITY_CLASS
@@ -68,6 +76,18 @@ def test_a_fixed_window_is_a_cron_job_of_placeholders() -> None:
     terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert terms["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["gpu-inference"]
     assert "kueue.x-k8s.io/queue-name" not in cron["metadata"]["labels"]  # Kueue leaves it
+
+
+def test_the_placeholder_objects_pass_the_kubernetes_openapi_schema() -> None:
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    bundle = _bundle(PROMO)
+    cron = find(bundle, "CronJob", "gpu-inference-prewarm-evening-promo")
+    for obj in (cron, find(bundle, "PriorityClass", PRIORITY_CLASS)):
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+    cached = compile_varied({"pools.1.coldStart": {"modelCache": "node", "cachedModelLoad": "0s"}})
+    kubernetes_validate.validate(
+        find(cached, "Deployment", "shared-embed"), KUBERNETES_VERSION, strict=True
+    )
 
 
 def test_a_recurring_window_keeps_its_schedule() -> None:

@@ -131,7 +131,12 @@ def _cron_job(contract: Contract, pool: Pool, window: PreWarm, where: tuple) -> 
         "completions": window.min_nodes,
         "activeDeadlineSeconds": length,
         "podFailurePolicy": {
-            "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+            "rules": [
+                {
+                    "action": "Ignore",
+                    "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+                }
+            ]
         },
         "template": template,
     }
