@@ -241,6 +241,23 @@ def test_an_empty_node_leaves_after_the_compiled_consolidate_after(
     assert 1000 + unneeded <= removed[0]["t"] < 1000 + unneeded + 20
 
 
+def test_karpenter_requeues_a_pod_still_unschedulable(tmp_path: Path) -> None:
+    """Karpenter's pod controller re-triggers the provisioner every 10 s while a pod stays
+    provisionable (PodController RequeueAfter 10s); each trigger opens a 1 s window."""
+    sim = _sim(tmp_path)
+    passes: list[float] = []
+    provision = sim._provision
+
+    def counted(pods: list[Any], why: str) -> None:
+        passes.append(sim.now)
+        provision(pods, why)
+
+    sim._provision = counted  # type: ignore[method-assign]
+    _scale(sim, 605, 30)  # 3 nodes hold 24: 6 replicas wait for good
+    sim.run_until(650)
+    assert passes == [606.0, 617.0, 628.0, 639.0, 650.0]
+
+
 def test_karpenter_grows_a_pool_by_the_compiled_node_pool_limit(tmp_path: Path) -> None:
     """The twin reads `limits.nodes` from the NodePool: change the object, the twin follows."""
     sim = _sim(tmp_path)

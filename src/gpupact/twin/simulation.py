@@ -73,6 +73,10 @@ QUOTA_REASONS = frozenset({kueue_reasons.WAITING_FOR_QUOTA, kueue_reasons.EXCEED
 MAX_ADMISSION_CYCLES = 64  # per instant; Kueue runs cycles back to back while heads admit
 DRIVER_LABEL = "nvidia.com/cuda.driver.major"
 DEFAULT_TTFT_SLO = 2.0
+# Karpenter's pod controller re-triggers the provisioner for a pod still provisionable every
+# 10 s (kubernetes-sigs/karpenter pkg/controllers/provisioning/controller.go, PodController:
+# RequeueAfter 10s "until the pod is no longer provisionable")
+KARPENTER_POD_REQUEUE_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -484,9 +488,14 @@ class Simulation:
         if not self.batcher.due(self.now):
             return  # the window was extended: a later event closes it
         self.batcher.close()
-        self._provision(
-            [r.pod for r in self._unschedulable()], "unschedulable pods, Karpenter batch"
-        )
+        pods = [r.pod for r in self._unschedulable()]
+        self._provision(pods, "unschedulable pods, Karpenter batch")
+        if pods:  # Karpenter's pod controller requeues a provisionable pod
+            self._at(self.now + KARPENTER_POD_REQUEUE_S, "karpenter_requeue")
+
+    def _on_karpenter_requeue(self, _: Any) -> None:
+        if self.batcher.opened is None:
+            self._watch_unschedulable(again=True)
 
     def _order_nodes(self, pool_name: str, count: int, why: str) -> None:
         pool = self.autoscaler.pools[pool_name]
