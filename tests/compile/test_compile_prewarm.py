@@ -97,6 +97,16 @@ def test_a_recurring_window_keeps_its_schedule() -> None:
     assert cron["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"] == 4 * 86400
 
 
+def test_a_recurring_window_is_read_in_the_contract_time_zone() -> None:
+    contract = load_contract(ACME).contract.model_copy(update={"time_zone": "Asia/Shanghai"})
+    bundle = compile_contract(contract, CompileOptions(now=BEFORE_EXPIRY))
+    recurring = find(bundle, "CronJob", "gpu-burst-prewarm-month-end")
+    assert recurring["spec"]["timeZone"] == "Asia/Shanghai"  # as the job CronJobs
+    fixed = find(bundle, "CronJob", "gpu-burst-prewarm-double-eleven")
+    # a fixed window is an instant: written in UTC, whatever the contract's clock
+    assert (fixed["spec"]["schedule"], fixed["spec"]["timeZone"]) == ("0 16 9 11 *", "Etc/UTC")
+
+
 def test_no_window_no_placeholders() -> None:
     bundle = compile_varied()
     assert not [

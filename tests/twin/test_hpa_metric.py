@@ -4,9 +4,9 @@ current metric / target), no change within tolerance 0.1)."""
 
 from __future__ import annotations
 
+from gpupact.plan.engine_load import LatencyCurve, LoadPoint
 from gpupact.twin.hpa import HpaController, metric_total
 from gpupact.twin.metric_delay import MetricPipeline, QueueSample, queue_counts
-from gpupact.plan.engine_load import LatencyCurve, LoadPoint
 from gpupact.twin.serving import EngineQueue
 from gpupact.twin.world import HpaSpec
 

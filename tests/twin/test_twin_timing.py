@@ -352,3 +352,14 @@ def test_bad_timing_fields_name_file_line_and_field(
     text = str(err.value)
     assert str(tmp_path / "scenario.yaml") in text and f": {path}: " in text
     assert message in text and err.value.line is not None
+
+
+def test_a_recurring_window_fires_on_the_contract_clock(tmp_path: Path) -> None:
+    """Recurring windows are CronJobs in the contract's timeZone: 01:00 in Shanghai is
+    17:00 UTC the day before, the scenario's start here."""
+    window = {"name": "nightly", "schedule": "0 1 * * *", "duration": "30m", "minNodes": 1}
+    c = _contract(preWarm=[window])
+    c["timeZone"] = "Asia/Shanghai"
+    sim = _sim(tmp_path, c, start="2026-11-10T17:00:00Z")
+    (run,) = sim.prewarm
+    assert (run.begin, run.end) == (0.0, 1800.0)

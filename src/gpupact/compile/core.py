@@ -579,7 +579,7 @@ def job_objects(contract: Contract, job: Job) -> list[Obj]:
             "metadata": meta,
             "spec": {
                 "schedule": job.schedule,
-                "timeZone": "Etc/UTC",
+                "timeZone": contract.time_zone,
                 # a run still queued or running holds quota; the next one waits for it
                 "concurrencyPolicy": "Forbid",
                 "jobTemplate": {"metadata": {"labels": labels}, "spec": job_spec},

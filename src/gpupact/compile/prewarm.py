@@ -9,9 +9,10 @@ one, takes its node at once, and the placeholder, now unschedulable, makes the a
 a node. Karpenter provisions for any pending pod, whatever its priority.
 
 Per window, one CronJob `<pool>-prewarm-<window>`:
-- schedule: the window's cron (recurring) or its start instant as `M H D Mo *` (fixed; in UTC,
-  so a fixed window fires again on the same date next year unless removed); `timeZone:
-  Etc/UTC` like the contract's job CronJobs;
+- schedule: a recurring window's cron in the contract's `timeZone` (like the job CronJobs), or
+  a fixed window's start instant as `M H D Mo *` with `timeZone: Etc/UTC` (exact whatever the
+  contract's zone does at daylight-saving changes; it would fire again on that date next year,
+  so remove the window once it is over);
 - its Job runs `minNodes` pause pods in parallel, each requesting all of one node's GPU
   devices (so each holds one whole node of the pool), tolerating the pool's taint and
   selecting its nodes; `activeDeadlineSeconds` ends the Job, and with it the pods, at the
@@ -49,7 +50,7 @@ from gpupact.errors import FieldError
 PRIORITY_CLASS = "gpupact-prewarm"
 PRIORITY = -10  # the lowest priority cluster-autoscaler still scales up for
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
-TIME_ZONE = "Etc/UTC"
+FIXED_WINDOW_ZONE = "Etc/UTC"
 LABEL_PREWARM = "gpupact.io/prewarm"  # the pool's window: `<pool>.<window>`
 MAX_CRONJOB_NAME = 52  # the CronJob controller appends an 11-character suffix to Job names
 
@@ -85,13 +86,13 @@ def window_name(pool: Pool, window: PreWarm, index: int) -> str:
     return f"{pool.name}-prewarm-{window.name or index}"
 
 
-def schedule_of(window: PreWarm) -> tuple[str, int]:
-    """(cron schedule in UTC, seconds the window lasts)."""
+def schedule_of(contract: Contract, window: PreWarm) -> tuple[str, str, int]:
+    """(cron schedule, its time zone, seconds the window lasts)."""
     if window.schedule is not None:
-        return window.schedule, seconds(window.duration)  # type: ignore[arg-type]
+        return window.schedule, contract.time_zone, seconds(window.duration)  # type: ignore[arg-type]
     start = window.start.astimezone(UTC)  # type: ignore[union-attr]
     length = seconds(window.end - window.start)  # type: ignore[operator]
-    return f"{start.minute} {start.hour} {start.day} {start.month} *", length
+    return f"{start.minute} {start.hour} {start.day} {start.month} *", FIXED_WINDOW_ZONE, length
 
 
 def _cron_job(contract: Contract, pool: Pool, window: PreWarm, where: tuple) -> Obj:
@@ -102,7 +103,7 @@ def _cron_job(contract: Contract, pool: Pool, window: PreWarm, where: tuple) -> 
             f"CronJob name {name} is longer than {MAX_CRONJOB_NAME} characters: "
             "shorten the window's (or the pool's) name",
         )
-    schedule, length = schedule_of(window)
+    schedule, zone, length = schedule_of(contract, window)
     labels = {**platform_labels(contract, pool=pool.name), LABEL_PREWARM: name}
     # separate copies: the writer must not emit YAML anchors between them
     devices = str(pool.devices_per_node)
@@ -146,7 +147,7 @@ def _cron_job(contract: Contract, pool: Pool, window: PreWarm, where: tuple) -> 
         "metadata": {"name": name, "namespace": prewarm_namespace(contract), "labels": labels},
         "spec": {
             "schedule": schedule,
-            "timeZone": TIME_ZONE,
+            "timeZone": zone,
             "jobTemplate": {"metadata": {"labels": dict(labels)}, "spec": job_spec},
         },
     }

@@ -315,9 +315,7 @@ def _hpa_metric_blind_to_queue(ctx: Context) -> Iterator[Hit]:
     for i, service, _, _ in ctx.services():
         if service.ttft_slo is None or service.replicas.upper <= max(service.replicas.min, 1):
             continue
-        metric = (
-            "num_requests_running" if service.concurrency is not None else "GPU utilisation"
-        )
+        metric = "num_requests_running" if service.concurrency is not None else "GPU utilisation"
         yield Hit(
             ("services", i, "ttftSlo"),
             f"service/{service.name}",
@@ -327,7 +325,6 @@ def _hpa_metric_blind_to_queue(ctx: Context) -> Iterator[Hit]:
             "size replicas.min for the peak (gpupact plan --rate), pre-warm it, or add an HPA "
             "metric on num_requests_waiting next to the compiled one",
         )
-
 
 
 @rule(

@@ -45,6 +45,7 @@ from gpupact.contract.units import (
     parse_percent,
     parse_quantity_text,
     parse_sharing,
+    parse_time_zone,
 )
 
 API_VERSION = "gpupact.io/v1alpha1"
@@ -131,6 +132,7 @@ Params = Annotated[
     PlainSerializer(format_params, return_type=str, when_used="json"),
 ]
 Cron = Annotated[str, BeforeValidator(parse_cron)]
+TimeZone = Annotated[str, BeforeValidator(parse_time_zone)]
 SharingMode = Annotated[
     Sharing, BeforeValidator(parse_sharing), PlainSerializer(str, return_type=str)
 ]
@@ -696,6 +698,9 @@ class Contract(Model):
     api_version: Literal["gpupact.io/v1alpha1"]
     kind: Literal["Contract"]
     metadata: Metadata
+    # The wall clock of every schedule in the contract (jobs' cron, recurring windows):
+    # compiled into each CronJob's `timeZone`, and the twin fires them in it.
+    time_zone: TimeZone = "Etc/UTC"
     pools: list[Pool] = Field(default_factory=list)
     classes: list[WorkloadClass] = Field(default_factory=list)
     tenants: list[Tenant] = Field(default_factory=list)

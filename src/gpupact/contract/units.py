@@ -9,7 +9,9 @@ with a message that says what was expected. The pydantic types in `schema.py` wr
 - percentages: `20%` (or a whole number 0..100).
 - parameter counts: `70B`, `7.5B`, `350M`, `1.2T`; a bare number is refused (which unit?).
 - sharing: `exclusive`, `mig:<profile>` (e.g. `mig:1g.10gb`), `timeslice:<replicas>`.
-- cron: five fields, numbers, `*`, ranges, lists and steps (no names, no `L`/`W`/`#`).
+- cron: five fields, numbers, `*`, ranges, lists and steps (no names, no `L`/`W`/`#`);
+  day of week 0-6, the range of the API server's parser (robfig/cron v3 has no 7).
+- time zones: IANA names (`Asia/Shanghai`), as a CronJob's `timeZone` takes them.
 - instants: timezone-aware datetimes; a bare date means 00:00 UTC of that day.
 """
 
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from fractions import Fraction
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from gpupact.kube.fields import MAX_DURATION_MS, MAX_DURATION_TEXT
 from gpupact.kube.quantity import QuantityError, parse_quantity
@@ -258,7 +261,7 @@ _CRON_FIELDS = (
     ("hour", 0, 23),
     ("day of month", 1, 31),
     ("month", 1, 12),
-    ("day of week", 0, 7),
+    ("day of week", 0, 6),  # robfig/cron v3 (the CronJob validator's parser): Sunday is 0 only
 )
 
 
@@ -279,10 +282,37 @@ def parse_cron(value: Any) -> str:
             first, last, step = m.group(2), m.group(3), m.group(4)
             numbers = [int(n) for n in (first, last) if n is not None]
             if any(not low <= n <= high for n in numbers) or (last and int(last) < int(first)):
-                raise ValueError(f"cron {name} {text!r} out of range {low}-{high} in {value!r}")
+                hint = " (Sunday is 0)" if name == "day of week" and 7 in numbers else ""
+                raise ValueError(
+                    f"cron {name} {text!r} out of range {low}-{high}{hint} in {value!r}"
+                )
             if step is not None and int(step) == 0:
                 raise ValueError(f"cron step must be positive in {value!r}")
     return " ".join(fields)
+
+
+# --- time zones --------------------------------------------------------------------------
+
+_ZONE_RE = re.compile(r"^[A-Za-z0-9_+\-]+(?:/[A-Za-z0-9_+\-]+)*$")
+
+
+def parse_time_zone(value: Any) -> str:
+    """An IANA time zone name the CronJob validator accepts: Go's time.LoadLocation finds it,
+    and it is neither "" nor "Local" (apis/batch/validation refuses the controller's local
+    zone, which differs per cluster)."""
+    if not isinstance(value, str):
+        raise ValueError(
+            f"expected an IANA time zone such as 'Asia/Shanghai', got {_describe(value)}"
+        )
+    if value in ("", "Local") or not _ZONE_RE.match(value) or ".." in value:
+        raise ValueError(f"expected an IANA time zone such as 'Asia/Shanghai', got {value!r}")
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"unknown time zone {value!r} (an IANA name such as 'Asia/Shanghai')"
+        ) from None
+    return value
 
 
 # --- instants -----------------------------------------------------------------------------

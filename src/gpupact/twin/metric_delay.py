@@ -56,7 +56,7 @@ def queue_counts(queue: object) -> tuple[float, float]:
     running = getattr(queue, "running", None)
     waiting = getattr(queue, "waiting", None)
     if running is None:
-        running = getattr(queue, "in_flight")
+        running = queue.in_flight
     if waiting is None:
-        waiting = getattr(queue, "queue_length")
+        waiting = queue.queue_length
     return float(running), float(waiting)

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from gpupact.compile.model import Bundle
 from gpupact.compile.prewarm import LABEL_PREWARM
 from gpupact.contract.keys import LABEL_POOL
-from gpupact.twin.cron import fire_times
+from gpupact.twin.cron import fire_times, zone_of
 from gpupact.twin.world import PodTemplate
 
 PLACEHOLDER_CLASS = ""  # placeholders belong to no class: no promise, no usage record
@@ -32,6 +32,7 @@ class PrewarmJob:
     name: str
     pool: str
     schedule: str
+    time_zone: str
     deadline_s: float
     pods: int
     pod: PodTemplate
@@ -62,6 +63,7 @@ def prewarm_jobs(
                 obj["metadata"]["name"],
                 labels[LABEL_POOL],
                 obj["spec"]["schedule"],
+                obj["spec"].get("timeZone", "Etc/UTC"),
                 float(job_spec["activeDeadlineSeconds"]),
                 int(job_spec.get("parallelism", 1)),
                 PodTemplate.of(obj["metadata"]["namespace"], template, priority_classes),
@@ -78,10 +80,10 @@ def prewarm_runs(jobs: list[PrewarmJob], start: datetime, duration_s: float) -> 
     out = []
     for job in jobs:
         lookback = start - timedelta(seconds=job.deadline_s)
-        for moment in fire_times(job.schedule, lookback, end):
+        for moment in fire_times(job.schedule, lookback, end, zone_of(job.time_zone)):
             begin = (moment - start).total_seconds()
             finish = begin + job.deadline_s
             if finish > 0:
-                stamp = moment.strftime("%Y%m%d%H%M")
+                stamp = moment.astimezone(UTC).strftime("%Y%m%d%H%M")
                 out.append(PrewarmRun(job, f"{job.name}-{stamp}", begin, finish))
     return sorted(out, key=lambda r: (r.begin, r.name))

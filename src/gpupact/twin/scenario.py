@@ -6,7 +6,7 @@ apiVersion: gpupact.io/v1alpha1
 kind: Scenario
 metadata: {name: promo-peak}
 contract: contract.yaml            # relative to the scenario file
-start: 2026-11-11T08:00:00+08:00   # t = 0 (cron schedules and pre-warm windows are read in it)
+start: 2026-11-11T08:00:00+08:00   # t = 0 (cron schedules fire on the contract's timeZone)
 duration: 12h
 seed: 7
 load:                              # requests per second per service, linear between points

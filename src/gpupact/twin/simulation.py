@@ -48,7 +48,7 @@ from gpupact.twin.autoscaler import (
     node_pool_settings,
 )
 from gpupact.twin.control import ControlPlane, PodRecord, Preemption
-from gpupact.twin.cron import fire_times
+from gpupact.twin.cron import fire_times, zone_of
 from gpupact.twin.hpa import HpaController, metric_total
 from gpupact.twin.metric_delay import MetricPipeline, QueueSample, queue_counts
 from gpupact.twin.metrics import PendingSample, Recorder, Usage, finite, summarize
@@ -259,7 +259,9 @@ class Simulation:
                     if job.schedule is None:
                         self._at(0.0, "job", template.name)
                         continue
-                    for moment in fire_times(job.schedule, self.start, end):
+                    # read in the compiled CronJob's timeZone (the contract's)
+                    zone = zone_of(self.world.contract.time_zone)
+                    for moment in fire_times(job.schedule, self.start, end, zone):
                         self._at((moment - self.start).total_seconds(), "job", template.name)
         for arrivals, name in self.world.generated:
             if not arrivals.per_hour:
