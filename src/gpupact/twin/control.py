@@ -121,6 +121,8 @@ class ControlPlane:
     terminating: dict[str, PodRecord] = field(default_factory=dict)  # deleted, still on a node
     groups: dict[str, PodGroup] = field(default_factory=dict)
     generation: int = 0  # bumps when capacity may have grown (a pod left, a node changed)
+    # pods found unschedulable by the last `schedule` pass (the node provisioner's cue)
+    blocked: list[PodRecord] = field(default_factory=list)
     _gang_signature: int | None = None
     _lowest: tuple[tuple[int, int], int] | None = None
     _gang_rows_cache: tuple[tuple, list[int]] | None = None
@@ -190,6 +192,7 @@ class ControlPlane:
         """Place what can be placed now; returns the pods bound and the preemptions made."""
         placed: list[PodRecord] = []
         preempted: list[Preemption] = []
+        self.blocked = []
         if any(r.scheduler == VOLCANO for r in self.pending.values()):
             placed.extend(self._volcano_session(now, preempted))
         # within one pass, a pod like one that found no node finds none either (placing pods
@@ -206,6 +209,7 @@ class ControlPlane:
             if shape in failed and not record.pod.nominated_node_name:
                 record.reason = failed[shape]
                 record.blocked_at = self.generation
+                self.blocked.append(record)
                 continue
             # the cheap refusal: why a pod waits is explained on demand (reason_of)
             result = self.scheduler.schedule_one(record.pod, bind=False, explain=False)
@@ -215,6 +219,7 @@ class ControlPlane:
                 continue
             record.reason = ""
             record.blocked_at = self.generation
+            self.blocked.append(record)
             failed[shape] = ""
             victims = self._preempt(record, now)
             if victims:
@@ -348,6 +353,7 @@ class ControlPlane:
         for record in waiting:
             if record.key in self.pending:
                 record.blocked_at = self.generation
+                self.blocked.append(record)
                 record.reason = "PodGroup: gang cannot be placed whole (minMember not reachable)"
         return placed
 

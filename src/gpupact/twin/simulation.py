@@ -475,12 +475,23 @@ class Simulation:
             for row in scaler.to_remove(name, now, self.unneeded_s[name], minimum, busy):
                 self._remove_node(row, "scale-down: empty")
 
-    def _watch_unschedulable(self, *, again: bool = False) -> None:
+    def _watch_unschedulable(self, blocked: list[PodRecord], *, again: bool = False) -> None:
         """Karpenter's pod watch: a pod newly found unschedulable (or, `again`, any still
         unschedulable after a node left) opens or extends the batch window."""
         if self.provisioner is not Provisioner.karpenter or not self.autoscaler.enabled:
             return
-        fresh = [r for r in self._unschedulable() if again or r.key not in self._seen_unschedulable]
+        if again:
+            fresh = self._unschedulable()
+        else:  # only what this pass found: cheap when thousands of pods wait
+            generation = self.control.generation
+            fresh = [
+                r
+                for r in blocked
+                if r.key not in self._seen_unschedulable
+                and r.blocked_at == generation
+                and r.key in self.control.pending
+                and not r.pod.nominated_node_name
+            ]
         if not fresh:
             return
         self._seen_unschedulable.update(r.key for r in fresh)
@@ -497,7 +508,7 @@ class Simulation:
 
     def _on_karpenter_requeue(self, _: Any) -> None:
         if self.batcher.opened is None:
-            self._watch_unschedulable(again=True)
+            self._watch_unschedulable([], again=True)
 
     def _order_nodes(self, pool_name: str, count: int, why: str) -> None:
         pool = self.autoscaler.pools[pool_name]
@@ -908,16 +919,18 @@ class Simulation:
         self._dirty = False
         self._admit()
         placed, preempted = self.control.schedule(self.now)
+        blocked = list(self.control.blocked)
         for p in preempted:
             self._preempted(p)
         if preempted:
             more, again = self.control.schedule(self.now)
             placed.extend(more)
+            blocked.extend(self.control.blocked)
             for p in again:
                 self._preempted(p)
         for rec in placed:
             self._started(rec)
-        self._watch_unschedulable(again=self._retrigger)
+        self._watch_unschedulable(blocked, again=self._retrigger)
         self._retrigger = False
 
     def _admit(self) -> None:
