@@ -49,12 +49,16 @@ def _table(results: list[dict[str, Any]]) -> Table:
         s = r["summary"]
         for klass, stats in s["timeToGpu"].items():
             promise = s["promises"].get(klass)
-            mark = "" if promise is None else (" ok" if promise["kept"] else " BROKEN")
-            put(
-                f"time to GPU P50/P99 · {klass}",
-                i,
-                f"{_duration(stats['p50'])} / {_duration(stats['p99'])}{mark}",
-            )
+            until = promise.get("until", "bound") if promise else None
+            ready = s.get("timeToServing", {}).get(klass, {})
+            for label, point, values in (("GPU", "bound", stats), ("serving", "ready", ready)):
+                kept = promise is not None and until == point
+                mark = "" if not kept else (" ok" if promise["kept"] else " BROKEN")  # type: ignore[index]
+                put(
+                    f"time to {label} P50/P99 · {klass}",
+                    i,
+                    f"{_duration(values.get('p50'))} / {_duration(values.get('p99'))}{mark}",
+                )
         for name, svc in s["services"].items():
             put(f"TTFT P99 worst · {name}", i, _duration(svc["ttftP99Worst"]))
             put(f"TTFT over SLO · {name}", i, f"{svc['sloBreachedShare'] * 100:.1f}% of time")

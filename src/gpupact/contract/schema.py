@@ -306,6 +306,15 @@ class NodeShape(Model):
     memory: Bytes | None = None
 
 
+class ModelCache(StrEnum):
+    """Where a replica reads its weights from. `none`: fetched on every start (modelLoad);
+    `node`: a hostPath cache on the node (compiled as the `model-cache` volume), so a node
+    that loaded the model before starts a replica in `cachedModelLoad`."""
+
+    none = "none"
+    node = "node"
+
+
 class ColdStart(Model):
     """Phases between "scale up" and "serving" (43.4): each a duration, 0 when unknown."""
 
@@ -314,6 +323,21 @@ class ColdStart(Model):
     device_plugin: Duration = timedelta(0)
     image_pull: Duration = timedelta(0)
     model_load: Duration = timedelta(0)
+    model_cache: ModelCache = ModelCache.none
+    cached_model_load: Duration | None = None  # model load from the node's cache
+
+    @model_validator(mode="after")
+    def _cache(self) -> ColdStart:
+        if self.model_cache is ModelCache.node and self.cached_model_load is None:
+            raise ValueError(
+                "modelCache: node needs cachedModelLoad (the load time from the node's disk)"
+            )
+        if self.cached_model_load is not None:
+            if self.model_cache is not ModelCache.node:
+                raise ValueError("cachedModelLoad is read only with modelCache: node")
+            if self.cached_model_load > self.model_load:
+                raise ValueError("cachedModelLoad must not exceed modelLoad")
+        return self
 
     @property
     def total(self) -> timedelta:
@@ -450,6 +474,11 @@ KNOWN_CLASSES: dict[str, dict[str, Any]] = {
 }
 
 
+class QueueWaitUntil(StrEnum):
+    bound = "bound"
+    ready = "ready"
+
+
 class WorkloadClass(Model):
     name: Name
     description: str | None = None
@@ -462,6 +491,9 @@ class WorkloadClass(Model):
     pools: list[Name] = Field(default_factory=list)
     headroom: Percent | None = None  # resolved: 20% for online classes, else 0%
     max_queue_wait: Duration | None = None  # the promise: GPUs within this long
+    # what maxQueueWait is measured to: `bound` (time to GPU: the pod is bound to a node) or
+    # `ready` (time to serving: bound, image pulled, model loaded, Ready)
+    max_queue_wait_until: QueueWaitUntil = QueueWaitUntil.bound
 
     @model_validator(mode="before")
     @classmethod
