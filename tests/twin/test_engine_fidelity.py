@@ -17,7 +17,11 @@ Loads are shares of the replica's own saturation rate. Stated bounds:
   there is set by rare excursions, so the engine's own P99 depends on how many its seeds
   met (20-minute runs of the 8B replica read 0.33 to 4 s; eight of them pooled 0.5 to 1.4 s
   by seed set, hand-set constants), and a minute with an excursion reads up to 10 x the
-  long-run P99, a typical minute a quarter of it, hence no bound on the median minute;
+  long-run P99, a typical minute a quarter of it, hence no bound on the median minute.
+  Doubtful: the 70B replica's P99 at the knee is 1.8 s over 40 runs pooled (the twin says
+  1.7 s), but one set of eight seeds tried (101 ... 137) met three long excursions and pools
+  to 5.5 s, which this bound would call 3 x optimistic; the committed seeds and another set
+  (41 ... 71) pass every bound;
 - near or above saturation (a minute whose load is at least 90 % of saturation), through a
   ramp 60 % -> 130 % -> 60 % and a step 70 % -> 150 % -> 70 %: the P99 at most 30 %
   optimistic and at most 2 x + one batch turnover (full batch / saturation: 8.5 s for the 8B
