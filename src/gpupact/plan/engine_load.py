@@ -276,8 +276,9 @@ class BatchQueue:
     def ttft_quantile(self, service_p50_s: float, service_p99_s: float, q: float) -> float:
         """The q-quantile of wait + the replica's own TTFT (log-normal through its P50 and
         P99, independent of the wait)."""
-        sigma = math.log(max(service_p99_s, service_p50_s) / service_p50_s) / Z99
-        own = service_p50_s * np.exp(sigma * _NORMAL_GRID)
+        median = max(service_p50_s, 1e-9)
+        sigma = math.log(max(service_p99_s, median) / median) / Z99
+        own = median * np.exp(sigma * _NORMAL_GRID)
 
         def over(t: float) -> float:  # P(wait + own > t)
             gap = np.maximum(t - own, 0.0)
@@ -313,7 +314,7 @@ def batch_queue(curve: LatencyCurve, rate: float) -> BatchQueue:
     KV-cache excursions); a finite run meets few or many of them (at 95 % a 20-minute run's
     P99 reads 0.33 to 4 s depending on its seed) while the model's average of them is what
     long runs pool to: 1.36 s at 95 % for the 8B replica of tests/twin/test_engine_fidelity.py
-    (eight runs pool to 1.16 s), 1.69 s for its 70B replica (twice twelve runs: 1.58, 1.59 s).
+    (eight runs pool to 1.16 s), 1.69 s for its 70B replica (40 runs pool to 1.8 s).
     Heavy traffic's 1 / (1 - load) read from the top point instead, whose excess over an idle
     replica is interference rather than queueing, said 0.49 s for the 8B replica under every
     set of step-time constants tried, where eight runs pooled 1.2 to 1.6 s."""
