@@ -14,6 +14,7 @@ from gpupact.contract.schema import Quantization
 from gpupact.plan import batching
 from gpupact.plan.batching import Requests, simulate
 from gpupact.plan.engine import ALLREDUCE_LATENCY_S, STEP_OVERHEAD_S, EngineSpec
+from gpupact.plan.engine_flags import Admission
 from gpupact.plan.engine_load import (
     latency_at,
     latency_curve,
@@ -99,6 +100,20 @@ def test_a_full_kv_cache_preempts_the_newest_and_recomputes_it() -> None:
     assert run.finished[0] == np.nanmin(run.finished)
 
 
+def test_no_evict_reserves_prompt_and_output_and_never_preempts() -> None:
+    """Six requests of 300 tokens (19 blocks of 16 reserved each) in a 64-block cache: three
+    run at once, the fourth waits for the first to finish, nothing is recomputed."""
+    s = spec(kv_tokens=16 * 64, admission=Admission.no_evict)
+    reqs = Requests(np.zeros(6), np.full(6, 100), np.full(6, 200))
+    run = simulate(s, reqs)
+    assert run.preemptions == 0
+    assert np.all(~np.isnan(run.finished))
+    assert run.first_token[3] > np.nanmin(run.finished[:3])
+    assert np.all(run.first_token[:3] < np.nanmin(run.finished[:3]))
+    # the same cache under vLLM's policy admits all six and preempts
+    assert simulate(dataclasses.replace(s, admission=Admission.recompute), reqs).preemptions
+
+
 def test_a_request_larger_than_the_cache_is_rejected() -> None:
     run = simulate(spec(kv_tokens=1024), one(2000, 10))
     assert run.rejected[0] and np.isnan(run.finished[0])
@@ -121,6 +136,17 @@ CASES = {
     "small budget": (dict(max_num_batched_tokens=512, max_num_seqs=64), 4.0),
     "light load": ({}, 1.0),
     "overload": ({}, 40.0),
+    # TensorRT-LLM's GUARANTEED_NO_EVICT: the cache bounds admission, never a running request
+    "no-evict short cache": (dict(kv_tokens=40_000, admission=Admission.no_evict), 8.0),
+    "no-evict tiny cache": (
+        dict(kv_tokens=12_000, block_tokens=32, admission=Admission.no_evict),
+        6.0,
+    ),
+    "no-evict small budget": (
+        dict(max_num_batched_tokens=512, max_num_seqs=64, admission=Admission.no_evict),
+        4.0,
+    ),
+    "no-evict overload": (dict(admission=Admission.no_evict), 40.0),
 }
 
 
@@ -143,14 +169,17 @@ def test_the_engine_takes_every_decision_of_a_plain_step_loop(case: str) -> None
         assert got == pytest.approx(want, rel=1e-9)
 
 
-def test_the_decode_fast_path_is_the_step_by_step_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    s = spec(kv_tokens=40_000)  # small enough that blocks run short in decode runs
+@pytest.mark.parametrize("admission", list(Admission))
+def test_the_decode_fast_path_is_the_step_by_step_loop(
+    admission: Admission, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = spec(kv_tokens=40_000, admission=admission)  # blocks run short in decode runs
     reqs = random_requests(300, 8.0, seed=3)
     fast = simulate(s, reqs)
     monkeypatch.setattr(batching._Engine, "decode_only", lambda self: False)
     slow = simulate(s, reqs)
     assert slow.steps == fast.steps and slow.preemptions == fast.preemptions
-    assert fast.preemptions > 0
+    assert (fast.preemptions > 0) == (admission is Admission.recompute)
     np.testing.assert_array_equal(fast.first_token, slow.first_token)
     np.testing.assert_array_equal(fast.finished, slow.finished)
     assert fast.waiting_area == pytest.approx(slow.waiting_area, rel=1e-9)
