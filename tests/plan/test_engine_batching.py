@@ -14,8 +14,9 @@ from gpupact.contract.schema import Quantization
 from gpupact.plan import batching
 from gpupact.plan.batching import Requests, simulate
 from gpupact.plan.engine import ALLREDUCE_LATENCY_S, STEP_OVERHEAD_S, EngineSpec
-from gpupact.plan.engine_flags import Admission
+from gpupact.plan.engine_flags import Admission, Engine, sglang_max_running
 from gpupact.plan.engine_load import (
+    engine_spec,
     latency_at,
     latency_curve,
     requests_at,
@@ -23,7 +24,9 @@ from gpupact.plan.engine_load import (
     saturation_rate,
 )
 from gpupact.plan.gpus import CATALOGUE as GPUS
+from gpupact.plan.memory import EngineSettings
 from gpupact.plan.models import CATALOGUE as MODELS
+from gpupact.plan.standalone import standalone_workload
 from gpupact.plan.workload import TokenStats
 
 INPUT, OUTPUT, CONTEXT = TokenStats(600, 2000), TokenStats(200, 500), 16384
@@ -236,3 +239,44 @@ def test_latency_never_falls_as_the_load_rises() -> None:
     for a, b in itertools.pairwise(curve.points):
         assert b.ttft_p99_s >= a.ttft_p99_s and b.tpot_p99_s >= a.tpot_p99_s
     assert curve.full_batch > curve.top.running_mean  # a queue fills the batch further
+
+
+# --- the engine's policy from `--engine` ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kv_tokens", "context", "expected"),
+    [
+        (1_222_102, 131_072, 4096),  # 4,773 requests' worth of pool, clamped to 4,096
+        (1_000_000, 131_072, 3906),  # int(1e6 / 131072 * 512)
+        (100_000, 131_072, 2048),  # 390, raised to the pool's 2,048
+        (3_000, 131_072, 1500),  # never more requests than half the pool's tokens
+    ],
+)
+def test_sglang_sizes_its_running_cap_from_the_kv_pool(
+    kv_tokens: int, context: int, expected: int
+) -> None:
+    assert sglang_max_running(kv_tokens, context) == expected
+    assert sglang_max_running(kv_tokens, context, requested=64) == min(64, kv_tokens // 2)
+
+
+@pytest.mark.parametrize("engine", list(Engine))
+def test_the_engine_flag_selects_its_scheduler(engine: Engine) -> None:
+    w = standalone_workload(
+        model="llama-3.1-70b",
+        gpu="h100-80gb",
+        quantization=Quantization.fp8,
+        context=8192,
+        input_tokens=INPUT,
+        output_tokens=OUTPUT,
+        concurrency=100,
+        engine=EngineSettings(engine),
+    )
+    s = engine_spec(w, 2)
+    flags = w.engine.flags(w.gpu_memory, w.gpu.name, 2)
+    assert s.block_tokens == flags.block_tokens
+    assert s.admission is (Admission.no_evict if engine is Engine.trtllm else Admission.recompute)
+    if engine is Engine.sglang:
+        assert s.max_num_seqs == sglang_max_running(s.kv_tokens, w.model.max_context)
+    else:
+        assert s.max_num_seqs == flags.max_num_seqs
