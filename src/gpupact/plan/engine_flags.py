@@ -30,7 +30,9 @@ Admission and eviction (`Admission`, run by `plan.batching`):
              its prompt and its maximum output are free, and those stay its own until it
              finishes; no preemption
              (https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/useful-runtime-flags.html,
-             "Capacity Scheduler Policy": GUARANTEED_NO_EVICT is the default of three).
+             "Capacity Scheduler Policy": GUARANTEED_NO_EVICT is the default of three);
+             waiting requests are taken in order until the first that does not fit
+             (cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp, GuaranteedNoEvictScheduler).
 """
 
 from __future__ import annotations
