@@ -9,6 +9,7 @@ from collections import deque
 
 from gpupact.plan.batching import Requests
 from gpupact.plan.engine import EngineSpec
+from gpupact.plan.engine_flags import Admission
 
 
 def reference_run(spec: EngineSpec, requests: Requests) -> dict[str, object]:
@@ -25,7 +26,11 @@ def reference_run(spec: EngineSpec, requests: Requests) -> dict[str, object]:
     steps = preemptions = 0
     busy = running_area = waiting_area = 0.0
 
+    reserve = spec.admission is Admission.no_evict
+
     def need(i: int, take: int) -> int:
+        if reserve:  # prompt and whole output, held from admission to the end
+            return -(-(prompt[i] + out[i]) // bt) - blocks[i]
         return -(-(computed[i] + take) // bt) - blocks[i]
 
     def preempt_newest() -> None:

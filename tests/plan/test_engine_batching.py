@@ -14,7 +14,9 @@ from gpupact.contract.schema import Quantization
 from gpupact.plan import batching
 from gpupact.plan.batching import Requests, simulate
 from gpupact.plan.engine import ALLREDUCE_LATENCY_S, STEP_OVERHEAD_S, EngineSpec
+from gpupact.plan.engine_flags import Admission, Engine, sglang_max_running
 from gpupact.plan.engine_load import (
+    engine_spec,
     latency_at,
     latency_curve,
     requests_at,
@@ -22,7 +24,9 @@ from gpupact.plan.engine_load import (
     saturation_rate,
 )
 from gpupact.plan.gpus import CATALOGUE as GPUS
+from gpupact.plan.memory import EngineSettings
 from gpupact.plan.models import CATALOGUE as MODELS
+from gpupact.plan.standalone import standalone_workload
 from gpupact.plan.workload import TokenStats
 
 INPUT, OUTPUT, CONTEXT = TokenStats(600, 2000), TokenStats(200, 500), 16384
@@ -99,6 +103,20 @@ def test_a_full_kv_cache_preempts_the_newest_and_recomputes_it() -> None:
     assert run.finished[0] == np.nanmin(run.finished)
 
 
+def test_no_evict_reserves_prompt_and_output_and_never_preempts() -> None:
+    """Six requests of 300 tokens (19 blocks of 16 reserved each) in a 64-block cache: three
+    run at once, the fourth waits for the first to finish, nothing is recomputed."""
+    s = spec(kv_tokens=16 * 64, admission=Admission.no_evict)
+    reqs = Requests(np.zeros(6), np.full(6, 100), np.full(6, 200))
+    run = simulate(s, reqs)
+    assert run.preemptions == 0
+    assert np.all(~np.isnan(run.finished))
+    assert run.first_token[3] > np.nanmin(run.finished[:3])
+    assert np.all(run.first_token[:3] < np.nanmin(run.finished[:3]))
+    # the same cache under vLLM's policy admits all six and preempts
+    assert simulate(dataclasses.replace(s, admission=Admission.recompute), reqs).preemptions
+
+
 def test_a_request_larger_than_the_cache_is_rejected() -> None:
     run = simulate(spec(kv_tokens=1024), one(2000, 10))
     assert run.rejected[0] and np.isnan(run.finished[0])
@@ -121,6 +139,17 @@ CASES = {
     "small budget": (dict(max_num_batched_tokens=512, max_num_seqs=64), 4.0),
     "light load": ({}, 1.0),
     "overload": ({}, 40.0),
+    # TensorRT-LLM's GUARANTEED_NO_EVICT: the cache bounds admission, never a running request
+    "no-evict short cache": (dict(kv_tokens=40_000, admission=Admission.no_evict), 8.0),
+    "no-evict tiny cache": (
+        dict(kv_tokens=12_000, block_tokens=32, admission=Admission.no_evict),
+        6.0,
+    ),
+    "no-evict small budget": (
+        dict(max_num_batched_tokens=512, max_num_seqs=64, admission=Admission.no_evict),
+        4.0,
+    ),
+    "no-evict overload": (dict(admission=Admission.no_evict), 40.0),
 }
 
 
@@ -143,14 +172,17 @@ def test_the_engine_takes_every_decision_of_a_plain_step_loop(case: str) -> None
         assert got == pytest.approx(want, rel=1e-9)
 
 
-def test_the_decode_fast_path_is_the_step_by_step_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    s = spec(kv_tokens=40_000)  # small enough that blocks run short in decode runs
+@pytest.mark.parametrize("admission", list(Admission))
+def test_the_decode_fast_path_is_the_step_by_step_loop(
+    admission: Admission, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = spec(kv_tokens=40_000, admission=admission)  # blocks run short in decode runs
     reqs = random_requests(300, 8.0, seed=3)
     fast = simulate(s, reqs)
     monkeypatch.setattr(batching._Engine, "decode_only", lambda self: False)
     slow = simulate(s, reqs)
     assert slow.steps == fast.steps and slow.preemptions == fast.preemptions
-    assert fast.preemptions > 0
+    assert (fast.preemptions > 0) == (admission is Admission.recompute)
     np.testing.assert_array_equal(fast.first_token, slow.first_token)
     np.testing.assert_array_equal(fast.finished, slow.finished)
     assert fast.waiting_area == pytest.approx(slow.waiting_area, rel=1e-9)
@@ -207,3 +239,44 @@ def test_latency_never_falls_as_the_load_rises() -> None:
     for a, b in itertools.pairwise(curve.points):
         assert b.ttft_p99_s >= a.ttft_p99_s and b.tpot_p99_s >= a.tpot_p99_s
     assert curve.full_batch > curve.top.running_mean  # a queue fills the batch further
+
+
+# --- the engine's policy from `--engine` ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kv_tokens", "context", "expected"),
+    [
+        (1_222_102, 131_072, 4096),  # 4,773 requests' worth of pool, clamped to 4,096
+        (1_000_000, 131_072, 3906),  # int(1e6 / 131072 * 512)
+        (100_000, 131_072, 2048),  # 390, raised to the pool's 2,048
+        (3_000, 131_072, 1500),  # never more requests than half the pool's tokens
+    ],
+)
+def test_sglang_sizes_its_running_cap_from_the_kv_pool(
+    kv_tokens: int, context: int, expected: int
+) -> None:
+    assert sglang_max_running(kv_tokens, context) == expected
+    assert sglang_max_running(kv_tokens, context, requested=64) == min(64, kv_tokens // 2)
+
+
+@pytest.mark.parametrize("engine", list(Engine))
+def test_the_engine_flag_selects_its_scheduler(engine: Engine) -> None:
+    w = standalone_workload(
+        model="llama-3.1-70b",
+        gpu="h100-80gb",
+        quantization=Quantization.fp8,
+        context=8192,
+        input_tokens=INPUT,
+        output_tokens=OUTPUT,
+        concurrency=100,
+        engine=EngineSettings(engine),
+    )
+    s = engine_spec(w, 2)
+    flags = w.engine.flags(w.gpu_memory, w.gpu.name, 2)
+    assert s.block_tokens == flags.block_tokens
+    assert s.admission is (Admission.no_evict if engine is Engine.trtllm else Admission.recompute)
+    if engine is Engine.sglang:
+        assert s.max_num_seqs == sglang_max_running(s.kv_tokens, w.model.max_context)
+    else:
+        assert s.max_num_seqs == flags.max_num_seqs

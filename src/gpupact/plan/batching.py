@@ -10,6 +10,11 @@ is preempted: its blocks are freed and it goes back to the head of the queue to 
 (vLLM's default, RECOMPUTE), and no new request is admitted in that step. A request samples its
 first token in the step that completes its prompt (TTFT) and one token per step after that.
 
+That is `Admission.recompute`, every engine's policy unless its spec says otherwise. Under
+`Admission.no_evict` (TensorRT-LLM's default GUARANTEED_NO_EVICT, plan/engine_flags.py) a
+request is admitted only when the blocks of its prompt and its whole output are free; it holds
+them until it finishes, so running requests never need a block and nothing is preempted.
+
 How it stays fast (>= 1M requests per CPU-minute, benchmarks/serving_engine.py) while taking
 every decision of the step loop:
 - Admission only happens when the budget is left over after every running request got all it
@@ -38,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpupact.plan.engine import EngineSpec
+from gpupact.plan.engine_flags import Admission
 
 FAST_PATH_MAX_STEPS = 4096  # decode steps advanced at once, bounds the arrays
 SCALAR_RUN_STEPS = 4  # decode runs up to this long are timed step by step without arrays
@@ -100,6 +106,8 @@ class _Engine:
         self.bt = spec.block_tokens
         self.total_blocks = spec.kv_tokens // spec.block_tokens
         self.used = 0  # KV blocks held by running requests
+        # no-evict: each request reserves its prompt and whole output when admitted
+        self.reserve = spec.admission is Admission.no_evict
         # a request longer than the whole KV cache is refused on arrival (vLLM: max_model_len)
         self.capacity = self.total_blocks * self.bt
         self.fits = requests.input + requests.output <= self.capacity
@@ -141,7 +149,10 @@ class _Engine:
 
     def new_blocks(self, k: int) -> int:
         """KV blocks the decoding sequences take in their next k tokens: one per sequence each
-        time its next token starts a block (its cached count a multiple of block_tokens)."""
+        time its next token starts a block (its cached count a multiple of block_tokens);
+        none when every request reserved its blocks at admission."""
+        if self.reserve:
+            return 0
         bt, hist, d = self.bt, self.hist, self.D
         full, rest = divmod(k, bt)
         blocks = full * len(self.dec)
@@ -158,12 +169,24 @@ class _Engine:
             if base is None or self.prompt[i] + self.out[i] - 1 - base != at:
                 continue  # preempted since (a stale entry)
             computed = self.leave(i)
-            self.used -= -(-computed // self.bt)
+            self.used -= self.held(i, computed)
             self.done[i] = self.now
             self.finished_count += 1
 
     def blocks_of(self, tokens: int) -> int:
         return -(-tokens // self.bt)
+
+    def held(self, i: int, computed: int) -> int:
+        """KV blocks request i holds with `computed` tokens cached."""
+        if self.reserve:
+            return self.blocks_of(self.prompt[i] + self.out[i])
+        return self.blocks_of(computed)
+
+    def admit_blocks(self, i: int, computed: int, take: int) -> int:
+        """Blocks a waiting request i needs to have `take` more tokens computed."""
+        if self.reserve:
+            return self.blocks_of(self.prompt[i] + self.out[i])  # computed is 0: no preemption
+        return self.blocks_of(computed + take) - self.blocks_of(computed)
 
     # --- one step ---------------------------------------------------------------------------
 
@@ -227,7 +250,8 @@ class _Engine:
         if sp is not None and budget > 0:
             c = computed[sp]
             sp_take = min(prompt[sp] + generated[sp] - c, budget)
-            sp_extra = self.blocks_of(c + sp_take) - self.blocks_of(c)
+            if not self.reserve:
+                sp_extra = self.blocks_of(c + sp_take) - self.blocks_of(c)
         admitted: list[tuple[int, int]] = []
         if extra + sp_extra <= self.total_blocks - self.used:
             self.used += extra + sp_extra
@@ -237,7 +261,7 @@ class _Engine:
                 i = self.waiting[0]
                 c = computed[i]
                 take = min(prompt[i] + generated[i] - c, budget)
-                need = self.blocks_of(c + take) - self.blocks_of(c)
+                need = self.admit_blocks(i, c, take)
                 if need > self.total_blocks - self.used:
                     break
                 self.waiting.popleft()
@@ -293,7 +317,7 @@ class _Engine:
             self.first[i] = self.now
         if g >= self.out[i]:
             self.done[i] = self.now
-            self.used -= self.blocks_of(c)
+            self.used -= self.held(i, c)
             self.finished_count += 1
         else:
             self.join(i, c)
@@ -311,7 +335,7 @@ class _Engine:
         c = self.computed[head]
         take = min(self.prompt[head] + self.generated[head] - c, self.budget - n)
         # blocks only get scarcer while decoding: a head that does not fit stays out
-        return self.blocks_of(c + take) > self.total_blocks - self.used
+        return self.admit_blocks(head, c, take) > self.total_blocks - self.used
 
     def decode_run(self) -> bool:
         """Advance k identical decode steps at once; False when not even one step fits."""

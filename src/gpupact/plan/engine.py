@@ -27,6 +27,7 @@ from functools import lru_cache
 import numpy as np
 
 from gpupact.contract.schema import Quantization
+from gpupact.plan.engine_flags import Admission
 from gpupact.plan.gpus import GpuModel
 from gpupact.plan.latency import DECODE_BANDWIDTH_EFFICIENCY, PREFILL_MFU, weights_read_per_step
 from gpupact.plan.models import ModelArch
@@ -64,6 +65,7 @@ class EngineSpec:
     max_num_seqs: int = 256
     max_num_batched_tokens: int = 2048
     block_tokens: int = 16  # vLLM's default KV block size
+    admission: Admission = Admission.recompute  # the engine's KV admission (plan/batching.py)
     compute_share: float = 1.0  # of the GPU's SMs (MIG slice, time-slice)
     bandwidth_share: float = 1.0  # of its memory bandwidth
 

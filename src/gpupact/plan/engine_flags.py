@@ -15,6 +15,24 @@
              max_num_tokens 8192, max_batch_size 2048; blocks of 32 tokens.
 
 How each turns these flags into KV bytes is `plan.memory`.
+
+Admission and eviction (`Admission`, run by `plan.batching`):
+    vLLM     a request takes KV blocks as its tokens are scheduled; when a running request
+             needs one and none is free the newest running request is preempted and recomputed
+             (vllm/v1/core/sched/scheduler.py).
+    SGLang   the same here, with its running cap: max_running_requests defaults to
+             min(max_total_num_tokens // 2, int(max_total_num_tokens / context_len * 512)
+             clamped to [2048, 4096]) (python/sglang/srt/model_executor/model_runner.py,
+             init_memory_pool / the scheduler's constraints). Its new-token-ratio reservation
+             (schedule_policy.py PrefillAdder) is not modelled.
+    TRT-LLM  capacity_scheduler_policy GUARANTEED_NO_EVICT, the default: "guarantee that a
+             started request is never paused" - a request is admitted only when the blocks of
+             its prompt and its maximum output are free, and those stay its own until it
+             finishes; no preemption
+             (https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/useful-runtime-flags.html,
+             "Capacity Scheduler Policy": GUARANTEED_NO_EVICT is the default of three);
+             waiting requests are taken in order until the first that does not fit
+             (cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp, GuaranteedNoEvictScheduler).
 """
 
 from __future__ import annotations
@@ -24,6 +42,13 @@ from enum import StrEnum
 from fractions import Fraction
 
 GIB = 2**30
+
+
+class Admission(StrEnum):
+    """How the engine admits requests against its KV cache and frees it when short."""
+
+    recompute = "recompute"  # vLLM: allocate as scheduled, preempt the newest, recompute it
+    no_evict = "no-evict"  # TRT-LLM GUARANTEED_NO_EVICT: reserve prompt + max output
 
 
 class Engine(StrEnum):
@@ -40,6 +65,7 @@ class EngineFlags:
     max_num_seqs: int  # SGLang max_running_requests, TRT-LLM max_batch_size
     max_num_batched_tokens: int  # SGLang chunked_prefill_size, TRT-LLM max_num_tokens
     block_tokens: int  # tokens per KV block (page)
+    admission: Admission = Admission.recompute
 
 
 def _fraction(value: float) -> Fraction:
@@ -50,7 +76,8 @@ def _fraction(value: float) -> Fraction:
 VLLM_UTILIZATION = Fraction(9, 10)
 VLLM_BLOCK = 16
 SGLANG_PAGE = 1
-SGLANG_MAX_RUNNING = 4096  # assumed: SGLang sizes max_running_requests from its KV pool
+SGLANG_MAX_RUNNING = 4096  # the most SGLang's request pool holds (sglang_max_running)
+SGLANG_POOL_MIN, SGLANG_POOL_PER_CONTEXT = 2048, 512
 TRTLLM_FREE_FRACTION = Fraction(9, 10)
 TRTLLM_MAX_NUM_TOKENS = 8192
 TRTLLM_MAX_BATCH = 2048
@@ -67,6 +94,18 @@ def _sglang_reserved_gib(memory_gib: float, tp: int) -> float:
     return 32.0
 
 
+def sglang_max_running(kv_tokens: int, context_len: int, requested: int | None = None) -> int:
+    """SGLang's max_running_requests from its KV pool of `kv_tokens` (model_runner.py): the
+    request pool holds pool/context_len x 512 requests clamped to [2048, 4096], and no more
+    than half the pool's tokens run at once."""
+    pool = SGLANG_MAX_RUNNING
+    if context_len > 0:
+        per_context = int(kv_tokens / context_len * SGLANG_POOL_PER_CONTEXT)
+        pool = min(max(per_context, SGLANG_POOL_MIN), SGLANG_MAX_RUNNING)
+    cap = pool if requested is None else requested
+    return max(1, min(cap, kv_tokens // 2))
+
+
 def default_flags(engine: Engine, device_memory: int, gpu_name: str, tp: int) -> EngineFlags:
     """`engine`'s defaults on a device of `device_memory` bytes (as the runtime reports it)."""
     gib = device_memory / GIB
@@ -77,7 +116,12 @@ def default_flags(engine: Engine, device_memory: int, gpu_name: str, tp: int) ->
         return EngineFlags(engine, fraction, SGLANG_MAX_RUNNING, chunk, SGLANG_PAGE)
     if engine is Engine.trtllm:
         return EngineFlags(
-            engine, TRTLLM_FREE_FRACTION, TRTLLM_MAX_BATCH, TRTLLM_MAX_NUM_TOKENS, TRTLLM_BLOCK
+            engine,
+            TRTLLM_FREE_FRACTION,
+            TRTLLM_MAX_BATCH,
+            TRTLLM_MAX_NUM_TOKENS,
+            TRTLLM_BLOCK,
+            Admission.no_evict,
         )
     large = gib >= 70 and "a100" not in gpu_name.lower()
     return EngineFlags(

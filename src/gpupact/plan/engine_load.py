@@ -21,6 +21,7 @@ import numpy as np
 
 from gpupact.plan.batching import Requests, simulate
 from gpupact.plan.engine import EngineSpec
+from gpupact.plan.engine_flags import Engine, sglang_max_running
 from gpupact.plan.memory import MAX_NUM_SEQS, replica_memory
 from gpupact.plan.workload import Z95, TokenStats, Workload
 
@@ -426,12 +427,20 @@ def engine_spec(
     bandwidth_share: float | None = None,
 ) -> EngineSpec:
     """The engine of one replica of `workload` at tensor parallelism `tp`: its KV cache from
-    the plan's memory arithmetic, its limits from the engine flags (vLLM's defaults)."""
+    the plan's memory arithmetic, its limits, block size and admission policy from the engine
+    flags (vLLM's defaults); SGLang's running cap from its KV pool."""
     memory = replica_memory(
         workload.model, workload.quantization, workload.kv_dtype, workload.gpu_memory, tp,
         workload.engine, workload.gpu.name,
     )  # fmt: skip
     share = 1.0 / workload.slowdown
+    settings = workload.engine
+    flags = settings.flags(workload.gpu_memory, workload.gpu.name, tp)
+    max_num_seqs = getattr(workload, "max_num_seqs", None) or MAX_NUM_SEQS
+    if flags.engine is Engine.sglang:
+        max_num_seqs = sglang_max_running(
+            memory.kv_tokens, workload.model.max_context, settings.max_num_seqs
+        )
     return EngineSpec(
         model=workload.model,
         weights=workload.quantization,
@@ -439,9 +448,11 @@ def engine_spec(
         tp=tp,
         kv_per_token=memory.kv_per_token_replica,
         kv_tokens=memory.kv_tokens,
-        max_num_seqs=getattr(workload, "max_num_seqs", None) or MAX_NUM_SEQS,
+        max_num_seqs=max_num_seqs,
         max_num_batched_tokens=getattr(workload, "max_num_batched_tokens", None)
         or DEFAULT_MAX_NUM_BATCHED_TOKENS,
         compute_share=compute_share or share,
         bandwidth_share=bandwidth_share or share,
+        block_tokens=flags.block_tokens,
+        admission=flags.admission,
     )

@@ -102,10 +102,17 @@ def predict(point: Point) -> Prediction:
 V0_MIN_BATCHED_TOKENS, V0_MAX_NUM_SEQS = 2048, 256
 
 
+# NVIDIA NIM for LLMs serves its optimized profiles (fp8 TP2 on H100 among them) with a
+# TensorRT-LLM engine: its memory budget and scheduler are TensorRT-LLM's
+ENGINE_OF = {"nim": Engine.trtllm}
+
+
 def engine_settings(point: Point) -> EngineSettings:
     """The engine flags the source states, as plan's engine settings (its defaults else)."""
     flags = point.flags
-    engine = Engine(point.engine) if point.engine in {e.value for e in Engine} else Engine.vllm
+    known = {e.value for e in Engine}
+    engine = Engine(point.engine) if point.engine in known else ENGINE_OF.get(point.engine)
+    engine = engine or Engine.vllm
     fraction = flags.get("gpu_memory_utilization", flags.get("mem_fraction_static"))
     tokens, seqs = flags.get("max_num_batched_tokens"), flags.get("max_num_seqs")
     if engine is Engine.vllm and (point.engine_version or "").startswith("V0"):
@@ -142,6 +149,7 @@ def _spec(point: Point) -> EngineSpec:
         context=_longest(w.input) + _longest(w.output),
         input=TokenStats(_longest(w.input), _longest(w.input)),
         output=TokenStats(_longest(w.output), _longest(w.output)),
+        engine=engine_settings(point),
     )
     spec = engine_spec(workload, point.tp)
     flags = {
