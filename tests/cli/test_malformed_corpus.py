@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -36,6 +37,7 @@ CONTRACT = ROOT / "examples/acme/contract.yaml"
 POD = ROOT / "examples/fit/pod.yaml"
 NODES = ROOT / "examples/fit/cluster.json"
 SCENARIO = ROOT / "examples/promo-peak/single-pool"
+SCENARIO_FILE = "scenario.yaml"
 NOW = "2026-06-01T00:00:00Z"
 TOKEN = "t" * 20
 GUARD_SECONDS = 300  # the guard against a hang, not a speed assertion
@@ -52,10 +54,28 @@ class Target:
     number: tuple  # a field read as a number
     mapping: tuple  # a mapping whose keys are checked
     strict: bool = True  # unknown fields are refused (contracts, token files)
+    # where a case's file goes, given the command's folder and the case's file name: a file
+    # read from a directory (a scenario's scenario.yaml) is written into a copy of it
+    place: Callable[[Path, str], Path] = lambda folder, name: folder / name
 
 
 def _contract() -> Any:
     return yaml.safe_load(CONTRACT.read_text())
+
+
+def _scenario() -> Any:
+    """The promo-peak scenario cut to ten minutes: a case the twin accepts runs in seconds."""
+    data = yaml.safe_load((SCENARIO / SCENARIO_FILE).read_text())
+    data["duration"] = "10m"
+    return data
+
+
+def _in_scenario_copy(folder: Path, name: str) -> Path:
+    """`name` becomes scenario.yaml of its own scenario directory, beside the contract."""
+    home = folder / name.replace(".", "-")
+    home.mkdir()
+    shutil.copy(SCENARIO / "contract.yaml", home / "contract.yaml")
+    return home / SCENARIO_FILE
 
 
 def _tokens_file(tmp: Path) -> Path:
@@ -105,6 +125,13 @@ TARGETS: dict[str, Target] = {
         ],
         ("services", 0, "concurrency"),
         ("metadata",),
+    ),
+    "simulate-scenario": Target(
+        _scenario,
+        lambda f, tmp: ["simulate", str(f.parent), "--report", "-", "-o", "json"],
+        ("jobs", 0, "perHour"),
+        ("jobs", 0),
+        place=_in_scenario_copy,
     ),
 }
 
@@ -268,30 +295,41 @@ def build_cases(tmp: Path) -> dict[str, Case]:
         for shape, (suffix, build, which, more) in FIELD_SHAPES.items():
             if not target.strict and shape in NON_STRICT_SKIP:
                 continue
-            path = folder / f"{shape}.{suffix}"
+            path = target.place(folder, f"{shape}.{suffix}")
             path.write_text(build(target), encoding="utf-8")
             field = _field(target, which)
             cases[f"{command}|{shape}"] = Case(target.argv(path, folder), str(path), (field, *more))
-        bom = folder / "bom-then-bad-field.yaml"
+        bom = target.place(folder, "bom-then-bad-field.yaml")
         bom.write_bytes(b"\xef\xbb\xbf" + _literal("yaml", WIDE)(target).encode())
         cases[f"{command}|bom-then-bad-field"] = Case(
             target.argv(bom, folder), str(bom), (_field(target, "number"),)
         )
         for shape, (suffix, content) in FILE_SHAPES.items():
-            path = folder / f"{shape}.{suffix}"
+            path = target.place(folder, f"{shape}.{suffix}")
             if content is None:
                 _special(shape, path)
             elif isinstance(content, bytes):
                 path.write_bytes(content)
             else:
                 path.write_text(content, encoding="utf-8")
-            cases[f"{command}|{shape}"] = Case(target.argv(path, folder), str(path), ())
+            named = path
+            if shape == "missing" and path != folder / f"{shape}.{suffix}":
+                named = path.parent  # a directory without its file: the directory is named
+            cases[f"{command}|{shape}"] = Case(target.argv(path, folder), str(named), ())
         if DEVICE.exists():
+            device = target.place(folder, "device.yaml")
+            if device != folder / "device.yaml":  # read from a directory: a link to the device
+                device.symlink_to(DEVICE)
+            else:
+                device = DEVICE
             cases[f"{command}|device"] = Case(
-                target.argv(DEVICE, folder), str(DEVICE), ("not a regular file",)
+                target.argv(device, folder), str(device), ("not a regular file",)
             )
     return cases
 
+
+# commands whose file is read against a schema that lists every error it finds (kubectl-style)
+MANY_ERRORS = ("check|", "compile|", "serve-contract|", "simulate-scenario|")
 
 CASE_IDS = [
     f"{command}|{shape}"
@@ -324,8 +362,8 @@ def test_malformed_input_is_one_located_line(corpus: dict, case: str) -> None:
     assert result["code"] == 2, result
     lines = stderr.strip().splitlines()
     assert lines and all(line.startswith(f"error: {spec.file}") for line in lines), lines
-    if not case.startswith(("check|", "compile|", "serve-contract|")):
-        assert len(lines) == 1, lines  # only a contract's schema lists several errors
+    if not case.startswith(MANY_ERRORS):
+        assert len(lines) == 1, lines  # only a contract's or scenario's schema lists several
     for fragment in spec.fragments:
         assert any(fragment in line for line in lines), (fragment, lines)
 

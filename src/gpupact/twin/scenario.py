@@ -30,13 +30,14 @@ contract.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from gpupact.contract.loader import (
     ContractInvalid,
@@ -71,6 +72,8 @@ def _number(value: object) -> float:
         raise ValueError(f"expected a number, got {value!r}")
     if isinstance(value, int) and abs(value) > 10**15:
         raise ValueError(f"number out of range: {value}")
+    if not math.isfinite(value):  # before the bounds, whose message would mislead
+        raise ValueError(f"expected a finite number, got {value!r}")
     return float(value)
 
 
@@ -157,10 +160,21 @@ class Fault(Model):
         return self
 
 
+def _at_least_step(period: timedelta) -> timedelta:
+    """A controller's loop period: one event a period over up to a month, so it is bounded
+    below as the tick is (0 would never advance; 1ms would be 2.7 billion events)."""
+    if period < MIN_STEP:
+        raise ValueError(f"must be at least {MIN_STEP.seconds}s, the twin's finest step")
+    return period
+
+
+Period = Annotated[Duration, AfterValidator(_at_least_step)]
+
+
 class Hpa(Model):
     """kube-controller-manager's HPA settings (upstream defaults)."""
 
-    sync_period: Duration = timedelta(seconds=15)
+    sync_period: Period = timedelta(seconds=15)
     tolerance: Ratio = 0.1
     scale_up_stabilization: Duration = timedelta(0)
     scale_down_stabilization: Duration = timedelta(minutes=5)
@@ -252,7 +266,7 @@ def load_scenario(path: str | Path) -> LoadedScenario:
     doc = single_document(read_text(file), str(file), KIND, API_VERSION)
     scenario = validate_model(Scenario, doc)
     contract_path = (file.parent / scenario.contract).resolve()
-    if not contract_path.is_file():
+    if not contract_path.exists():  # load_contract says what else is wrong
         raise doc.error(FieldError(("contract",), f"contract file {scenario.contract!r} not found"))
     loaded = load_contract(contract_path)
     _check_names(scenario, loaded, doc)
