@@ -17,7 +17,13 @@ from throughput import machine, replace_section  # shared with the throughput be
 from gpupact.contract.schema import Quantization
 from gpupact.plan.batching import simulate
 from gpupact.plan.engine import EngineSpec
-from gpupact.plan.engine_load import latency_curve, sample_requests, saturation_rate
+from gpupact.plan.engine_load import (
+    CURVE_SHARES,
+    SATURATION_REQUESTS,
+    latency_curve,
+    sample_requests,
+    saturation_rate,
+)
 from gpupact.plan.gpus import CATALOGUE as GPUS
 from gpupact.plan.models import CATALOGUE as MODELS
 from gpupact.plan.workload import TokenStats
@@ -78,8 +84,20 @@ def main() -> int:
         "rate. Target: >= 1M simulated requests per CPU-minute.", "",
         "| replica | load | requests | engine steps | CPU s | requests / CPU-minute |",
         "|---|---:|---:|---:|---:|---:|", *rows, "",
-        f"One latency curve (saturation + 10 load points of 1,500 requests, what plan and the twin "
-        f"build once per service profile): {curve_s:.2f} CPU s.", "",
+        "Every decision and clock is the plain step loop's (tests/plan/test_engine_batching.py "
+        "against tests/plan/engine_reference.py, exact equality; on these profiles at 50, 90 "
+        "and 120 % load, 20,000 seeded requests each, and on small-cache, few-seqs and small-"
+        "budget cases the engine takes the same steps and preemptions as that of commit "
+        "6c30172, times equal to 2e-14). What made it fast: the decoding sequences kept in one "
+        "frame (cached tokens = base + decode steps so far), the next completion from a heap, "
+        "new KV blocks from a histogram of positions within a block, so a step costs a few "
+        "scalar operations and one step-time call instead of array gathers over the batch. "
+        "Before (commit 6c30172, same command and machine): 0.69 / 0.92 / 0.68 / 0.98 M "
+        "requests per CPU-minute (the loads are shares of the saturation rate, since counted on"
+        " admissions, 8 % lower: a row's absolute rate differs a little).", "",
+        f"One latency curve (saturation on {SATURATION_REQUESTS:,} queued requests + "
+        f"{len(CURVE_SHARES)} load points, those above 70 % pooled over three runs, what plan "
+        f"and the twin build once per service profile): {curve_s:.2f} CPU s.", "",
         f"`gpupact simulate examples/promo-peak`, both variants (target < 10 s): "
         f"{promo_wall:.1f} s wall, {promo_cpu:.1f} CPU s.", END,
     ])  # fmt: skip

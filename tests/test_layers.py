@@ -36,7 +36,9 @@ ALLOWED: dict[str, set[str]] = {
     "compile": {"contract", "kube"} | FOUNDATION,
     # ops reads the contract (classes, pools, models) and the keys compile writes (contract.keys)
     # ops.review reads the ledger's GPU-hours and waits for the monthly review
-    "ops": {"engine", "cluster", "contract", "kube", "ledger"} | FOUNDATION,
+    # ops.memory sizes a model with plan's memory arithmetic (one rule for plan and diagnose;
+    # plan imports only contract and kube, so this adds no cycle)
+    "ops": {"engine", "cluster", "contract", "kube", "ledger", "plan"} | FOUNDATION,
     # ledger reads pods with the keys compile writes (contract.keys) and API-server times with
     # the engine's one RFC 3339 reader (engine.preemption.importance)
     "ledger": {"cluster", "kube", "contract", "engine"} | FOUNDATION,

@@ -177,8 +177,11 @@ def test_priority_classes():
         "burst": 90000,
         "fine-tune": 10000,
         "batch": 1000,
+        # acme's gpu-burst has preWarm windows: their placeholders (compile/prewarm.py)
+        "gpupact-prewarm": -10,
     }
     assert classes["batch"]["preemptionPolicy"] == "Never"
+    assert classes["gpupact-prewarm"]["preemptionPolicy"] == "Never"
     assert classes["online-infer-high"]["preemptionPolicy"] == "PreemptLowerPriority"
     assert not any(p["globalDefault"] for p in classes.values())
 
@@ -247,7 +250,8 @@ def test_node_patches_for_fixed_nodes():
 def test_namespaces_and_targets():
     bundle = compile_acme()
     names = sorted(n["metadata"]["name"] for n in bundle.of_kind("Namespace"))
-    assert names == ["customer-service", "finance", "ml-platform", "search"]
+    # `acme`: the shared namespace of the pre-warm placeholders (no tenant owns them)
+    assert names == ["acme", "customer-service", "finance", "ml-platform", "search"]
     assert kinds(bundle) >= {
         "Namespace", "PriorityClass", "Deployment", "LeaderWorkerSet", "Service",
         "HorizontalPodAutoscaler", "PodDisruptionBudget", "CronJob", "ResourceFlavor",

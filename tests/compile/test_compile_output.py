@@ -209,7 +209,7 @@ def test_schema_errors_are_listed_one_per_line(tmp_path):
 def test_success_message(tmp_path):
     result = run(str(ACME), "--output-dir", str(tmp_path / "out"), "--now", NOW)
     assert result.exit_code == 0
-    assert "compiled contract acme: 46 objects" in result.stdout
+    assert "compiled contract acme: 50 objects" in result.stdout
     assert "kubectl apply -k" in result.stdout
 
 
@@ -327,9 +327,9 @@ def test_dash_o_yaml_prints_what_the_files_hold(tmp_path):
 
 def test_dash_o_json_and_name(tmp_path):
     listed = json.loads(run(str(ACME), "-o", "json", "--now", NOW).stdout)
-    assert listed["kind"] == "List" and len(listed["items"]) == 46
+    assert listed["kind"] == "List" and len(listed["items"]) == 50
     names = run(str(ACME), "-o", "name", "--now", NOW).stdout.split()
-    assert len(names) == 46
+    assert len(names) == 50
     assert "clusterqueue.kueue.x-k8s.io/finance-gpu" in names
     assert names[0].startswith("namespace/")
 

@@ -65,7 +65,7 @@ BASE: dict[str, Any] = {
             "name": "svc",
             "class": "online-infer",
             "tenant": "team",
-            "model": {"name": "llama-7b", "params": "7B"},
+            "model": {"name": "llama-2-7b", "params": "7B"},  # a catalogue model: plan sizes it
             "concurrency": 10,
             "contextLength": 4096,
             "coldStart": "5m",

@@ -156,7 +156,7 @@ def test_schema_errors_with_line_and_column():
             f"error: {f}:22:30: services[0].model.params: expected a parameter count such as "
             f"'70B', '7.5B' or '350M', got '70 B'",
             f"error: {f}:22:50: services[0].model.quantization: must be 'fp32', 'bf16', "
-            f"'fp16', 'fp8', 'int8' or 'int4', got 'fp12'",
+            f"'fp16', 'fp8', 'fp8-channel', 'fp8-block', 'int8', 'int4' or 'nf4', got 'fp12'",
         ],
     )
 

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from urllib.parse import quote
 
 import pytest
@@ -13,25 +13,45 @@ from gpupact.ledger.store import database_url
 
 
 @pytest.fixture
-def pg_db() -> Iterator[str]:
-    """A PostgreSQL URL whose search_path is a fresh schema, dropped afterwards."""
+def pg_schemas() -> Iterator[Callable[[], str]]:
+    """Make PostgreSQL URLs whose search_path is a fresh schema each, dropped afterwards."""
     url = postgres_url()
-    schema = f"t_{uuid.uuid4().hex[:12]}"
     admin = sa.create_engine(database_url(url))
+    made: list[str] = []
+
+    def make() -> str:
+        schema = f"t_{uuid.uuid4().hex[:12]}"
+        with admin.begin() as conn:
+            conn.exec_driver_sql(f"CREATE SCHEMA {schema}")
+        made.append(schema)
+        sep = "&" if "?" in url else "?"
+        return f"{url}{sep}options={quote(f'-csearch_path={schema}')}"
+
+    yield make
     with admin.begin() as conn:
-        conn.exec_driver_sql(f"CREATE SCHEMA {schema}")
-    sep = "&" if "?" in url else "?"
-    yield f"{url}{sep}options={quote(f'-csearch_path={schema}')}"
-    with admin.begin() as conn:
-        conn.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
+        for schema in made:
+            conn.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
     admin.dispose()
 
 
+@pytest.fixture
+def pg_db(pg_schemas: Callable[[], str]) -> str:
+    """A PostgreSQL URL whose search_path is a fresh schema, dropped afterwards."""
+    return pg_schemas()
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
-def db(request: pytest.FixtureRequest, tmp_path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "ledger.db")
-    return request.getfixturevalue("pg_db")
+def new_db(request: pytest.FixtureRequest, tmp_path) -> Callable[[], str]:
+    """Make empty stores of one kind: SQLite files, or PostgreSQL schemas."""
+    if request.param == "postgresql":
+        return request.getfixturevalue("pg_schemas")
+    made = iter(range(1_000))
+    return lambda: str(tmp_path / f"ledger-{next(made)}.db")
+
+
+@pytest.fixture
+def db(new_db: Callable[[], str]) -> str:
+    return new_db()
 
 
 @pytest.fixture

@@ -180,3 +180,52 @@ def test_gpu_hours_summed_by_the_database_match_the_python_count(ledger: Ledger)
     assert in_db.keys() == in_python.keys()
     for key, hours in in_python.items():
         assert in_db[key] == pytest.approx(hours)
+
+
+def test_a_migration_that_fails_midway_leaves_no_table(db: str, monkeypatch) -> None:
+    """Migrations are one transaction on SQLite too (pysqlite would run the DDL outside one)."""
+    from gpupact.ledger import store as store_module
+
+    def half_done(conn: sa.Connection) -> None:
+        store_module._v1(conn)
+        raise Crash("killed after CREATE TABLE")
+
+    monkeypatch.setattr(store_module, "MIGRATIONS", ((1, half_done),))
+    with pytest.raises(Crash):
+        Ledger.open(db)
+    engine = sa.create_engine(database_url(db))
+    try:
+        assert sa.inspect(engine).get_table_names() == []
+    finally:
+        engine.dispose()
+    monkeypatch.undo()
+    with Ledger.open(db) as store:  # the next open applies the whole migration
+        assert store.migrate() == SCHEMA_VERSION and store.count() == 0
+
+
+def test_two_ingests_of_the_same_keys_at_once_both_succeed(db: str) -> None:
+    """The key lookup and the insert after it are one locked step: a second writer cannot
+    insert a key between them (it would fail on the primary key)."""
+    import threading
+
+    batch = [record(i) for i in range(20_000)]
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+    Ledger.open(db).close()  # migrated once, so both threads start at the upsert
+
+    def ingest() -> None:
+        try:
+            with Ledger.open(db) as store:
+                barrier.wait()
+                store.ingest(from_records(batch))
+        except BaseException as err:  # reported below, with the thread's traceback gone
+            errors.append(err)
+
+    threads = [threading.Thread(target=ingest) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with Ledger.open(db) as store:
+        assert store.count() == len(batch)

@@ -8,7 +8,8 @@ from ops_helpers import acme
 from gpupact.errors import FieldError
 from gpupact.ops.autoscale import parse_cold_start, parse_duration
 from gpupact.ops.findings import Domain, Finding, Severity, format_duration, sort_findings
-from gpupact.ops.memory import estimated_kv_bytes_per_token, memory_profile
+from gpupact.ops.memory import memory_profile
+from gpupact.plan.planner import plan_service
 
 
 @pytest.mark.parametrize(
@@ -43,22 +44,37 @@ def test_format_duration() -> None:
     ]
 
 
-def test_kv_estimate_close_to_known_models() -> None:
-    # Llama-3.1-70B: 80 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes = 320 KiB per token
-    assert abs(estimated_kv_bytes_per_token(70 * 10**9) - 320 * 1024) / (320 * 1024) < 0.05
-    # Qwen2.5-14B: 48 layers -> 192 KiB
-    assert abs(estimated_kv_bytes_per_token(14 * 10**9) - 192 * 1024) / (192 * 1024) < 0.1
+def test_memory_profile_is_plans_arithmetic() -> None:
+    # diagnose sizes a service with plan's own functions: one rule for both
+    contract = acme()
+    service = next(s for s in contract.services if s.name == "cs-agent")
+    profile = memory_profile(contract, service, None)
+    replica = plan_service(contract, "cs-agent").replica
+    assert profile is not None and not profile.over
+    assert profile.weights == replica.memory.weights
+    assert profile.kv_per_token == replica.memory.kv_per_token_replica
+    assert profile.kv_budget == replica.memory.kv_room
+    # Qwen2.5-14B: 48 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes = 192 KiB a token, not
+    # the dense guess from 14B parameters
+    assert profile.kv_per_token == 48 * 8 * 128 * 2 * 2
+    assert profile.sequences_at_context == profile.kv_budget // (32768 * 196_608)
 
 
 def test_memory_profile_of_acme_services() -> None:
     contract = acme()
     by = {s.name: s for s in contract.services}
-    cs = memory_profile(contract, by["cs-agent"], None)
-    assert cs is not None and not cs.over
-    assert cs.sequences_at_context == 7
     big = by["llm-70b-tp4"].model_copy(update={"tensor_parallel": 1})
     over = memory_profile(contract, big, None)
-    assert over is not None and over.over  # 140 GB of weights on one 80 GiB GPU
+    assert over is not None and over.over  # 131 GiB of weights on one 79 GiB GPU
+
+
+def test_memory_profile_of_an_unknown_model_says_so() -> None:
+    contract = acme()
+    service = next(s for s in contract.services if s.name == "cs-agent")
+    spec = service.model.model_copy(update={"name": "acme-support-bot"})  # type: ignore[union-attr]
+    profile = memory_profile(contract, service.model_copy(update={"model": spec}), None)
+    assert profile is not None and profile.kv_per_token == 0
+    assert "unknown model 'acme-support-bot'" in profile.lines()[1]
 
 
 def test_findings_sort_and_dict() -> None:

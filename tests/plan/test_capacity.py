@@ -17,6 +17,8 @@ from gpupact.plan.capacity import (
     plan_workload,
     smallest,
 )
+from gpupact.plan.engine_flags import Engine
+from gpupact.plan.memory import EngineSettings
 from gpupact.plan.planner import plan_contract, plan_service
 from gpupact.plan.prewarm import PrewarmSchedule
 from gpupact.plan.replica import choose_tp, tp_candidates
@@ -44,7 +46,8 @@ def workload(model: str = "llama-3.1-70b", gpu: str = "h100-80gb", **kw: object)
     ("model", "gpu", "quant", "expected"),
     [
         ("llama-3.1-8b", "h100-80gb", FP16, 1),
-        ("llama-3.1-70b", "h100-80gb", FP16, 4),  # 141 GB: two GPUs leave no KV room
+        # 131 GiB of fp16: two 79.2 GiB H100s keep ~2.4 GiB each for an 8k context
+        ("llama-3.1-70b", "h100-80gb", FP16, 2),
         ("llama-3.1-70b", "h100-80gb", FP8, 2),
         ("llama-3.1-70b", "h200-141gb", FP8, 1),
         ("llama-3.1-405b", "h100-80gb", FP8, 8),
@@ -75,7 +78,8 @@ def test_a_model_that_does_not_fit_on_a_node_is_a_finding() -> None:
 
 
 def test_declared_tensor_parallelism_too_small_is_a_finding() -> None:
-    plan = plan_workload(workload(tensor_parallel=2))
+    # a 32k context needs more KV cache than two GPUs keep beside 131 GiB of fp16 weights
+    plan = plan_workload(workload(tensor_parallel=2, context=32768))
     assert plan.tp == 2 and plan.min_tp == 4
     assert [f.code for f in plan.findings] == ["tp-too-small"]
     assert "needs at least 4" in plan.findings[0].message
@@ -172,8 +176,10 @@ def test_acme_contract_plan() -> None:
     plan = plan_contract(acme())
     assert [p.workload.name for p in plan.services] == ["cs-agent", "llm-70b-tp4"]
     cs, big = plan.services
-    assert cs.workload.model.approximate and not big.workload.model.approximate
-    assert big.tp == 4 and big.min_tp == 2  # declared 4; 141 GB fits on two A100-80GB
+    assert cs.workload.model.name == "qwen2.5-14b" and not cs.workload.model.approximate
+    assert big.tp == 4 and big.min_tp == 2  # declared 4; 131 GiB fits on two A100-80GB
+    # the pools name their GPUs `a100-80g` (80 GiB); plan uses what the runtime reports
+    assert cs.workload.gpu_memory == big.workload.gpu_memory == round(79.25 * 2**30)
     # the pool's phases: 4m + 2m + 30s + 3m + 4m
     assert cs.prewarm.lead_s == big.prewarm.lead_s == 810
     assert cs.workload.headroom == 20
@@ -229,3 +235,30 @@ def test_prewarm_windows_start_scaling_one_lead_early() -> None:
 def test_recurring_prewarm_cron_shift(schedule: str, lead_s: float, shifted: str | None) -> None:
     window = PrewarmSchedule("p", "w", lead_s, 1, None, schedule)
     assert window.scale_schedule == shifted
+
+
+def test_engine_flags_reach_the_engine_spec() -> None:
+    # what the user sets of the engine is what the twin's and plan's engine runs with
+    flags = EngineSettings(Engine.vllm, 0.5, 64, 1024)
+    plan = plan_workload(workload("llama-3.1-8b", engine=flags))
+    spec, memory = plan.serving.spec, plan.replica.memory
+    assert (spec.max_num_seqs, spec.max_num_batched_tokens) == (64, 1024)
+    assert spec.kv_tokens == memory.kv_tokens and memory.utilization == 0.5
+    assert spec.kv_per_token == memory.kv_per_token_replica
+    default = plan_workload(workload("llama-3.1-8b"))
+    # vLLM's own defaults on a 79 GiB H100: 1024 sequences, 8192 tokens a step, 0.9
+    assert (default.serving.spec.max_num_seqs, default.serving.spec.max_num_batched_tokens) == (
+        1024,
+        8192,
+    )
+    assert default.serving.spec.kv_tokens > 2 * spec.kv_tokens
+
+
+def test_sglang_keeps_its_activations_outside_the_static_fraction() -> None:
+    vllm = plan_workload(workload("llama-3.1-8b")).replica.memory
+    sglang = plan_workload(
+        workload("llama-3.1-8b", engine=EngineSettings(Engine.sglang))
+    ).replica.memory
+    assert sglang.overhead_per_gpu == sglang.non_torch < vllm.overhead_per_gpu
+    # SGLang's default on a 79 GiB GPU reserves 9.5 + tp/2 GiB
+    assert sglang.utilization == pytest.approx(round((79.22 - 10) / 79.22, 3))

@@ -37,6 +37,24 @@ def test_a_mig_slice_has_its_compute_and_memory_slices() -> None:
     assert serving.spec.bandwidth_share == pytest.approx(4 / 8)
 
 
+@pytest.mark.parametrize(
+    ("gpu", "profile", "compute", "memory"),
+    [
+        ({"model": "h100-80g", "memory": "80Gi"}, "mig:1g.10gb", 1, 1),
+        ({"model": "h100-80g", "memory": "80Gi"}, "mig:1g.20gb", 1, 2),
+        ({"model": "h100-80g", "memory": "80Gi"}, "mig:4g.40gb", 4, 4),
+        ({"model": "a100-40g", "memory": "40Gi"}, "mig:3g.20gb", 3, 4),
+    ],
+)
+def test_a_mig_slices_bandwidth_follows_its_memory_slices(
+    gpu: dict, profile: str, compute: int, memory: int
+) -> None:
+    c = contract(gpu=gpu, pool={"sharing": profile})
+    serving = replica_serving(c, c.services[0])
+    assert serving.spec.compute_share == pytest.approx(compute / 7)
+    assert serving.spec.bandwidth_share == pytest.approx(memory / 8)
+
+
 def test_a_service_without_a_model_gets_the_default_engine() -> None:
     c = contract({"model": None})
     assert replica_serving(c, c.services[0]).curve is not None

@@ -71,7 +71,7 @@ def test_pipeline_holds_the_last_sample_between_sparse_ticks() -> None:
 
 def test_queue_counts_of_the_engine_queue() -> None:
     top = LoadPoint(2.0, 0.5, 1.0, 0.02, 0.03, 8.0, 16.0, 1.0, 0.9, 2.0, 0)
-    queue = EngineQueue(LatencyCurve(2.0 / 0.98, (top,)))
+    queue = EngineQueue(LatencyCurve(2.0, (top,)))
     queue.step(rps=10.0, replicas=1, dt=10.0)  # 2 req/s served, 80 requests pile up
     running, waiting = queue_counts(queue)
     assert running == 16.0  # the batch: what vllm:num_requests_running counts

@@ -89,9 +89,11 @@ def test_online_replicas_start_after_cold_start_and_serve(tmp_path: Path) -> Non
     chat = result["series"]["services"]["chat"]
     t = chat["t"]
     first_scale = next(i for i, d in enumerate(chat["desired"]) if d > 2)
-    # a new replica is ready no sooner than its 2 m cold start (coldStart: 2m) after the HPA acts
+    # a new replica is ready no sooner than its model load after the HPA acts: coldStart 2m is
+    # the pool's 1m image pull + 1m load, and the node already holds the image (kubelet's
+    # IfNotPresent skips the pull; tests/twin/test_twin_timing.py covers both cases)
     first_ready = next(i for i, r in enumerate(chat["ready"]) if r > 2)
-    assert t[first_ready] - t[first_scale] >= 120 - 10
+    assert t[first_ready] - t[first_scale] >= 60 - 10
     assert result["summary"]["services"]["chat"]["peakReady"] > 2
 
 

@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 
 from gpupact.cli.main import EXIT_FINDINGS, EXIT_OK, Output, app, stdout, user_errors
-from gpupact.cli.render import emit
+from gpupact.cli.render import columns, emit
 from gpupact.contract import Contract, Finding, LoadedContract, Severity, check, load_contract
 from gpupact.errors import FieldError, InputError, PathPart
 
@@ -29,7 +29,8 @@ def check_command(
         Output.text,
         "-o",
         "--output",
-        help="Output format: text (= wide), name (contract/NAME), json, yaml.",
+        help="Output format: text, wide (one row per finding, every field a column), name "
+        "(contract/NAME), json, yaml.",
     ),
     now: str | None = typer.Option(
         None, "--now", help="Evaluate expiries at this ISO 8601 time (default: now, UTC)."
@@ -39,13 +40,15 @@ def check_command(
     path = contract_file(file, file_option, "gpupact check CONTRACT.yaml")
     moment = parse_now(now)
     loaded = load_contract(path)
-    findings = check(loaded.contract, moment)
+    findings = check(loaded.contract, moment) + unknown_model_findings(loaded.contract)
     if not any(f.severity is Severity.error for f in findings):
         findings += compile_refusals(loaded.contract, moment)
     report = check_report(loaded, findings, moment)
     if output is Output.name:
         stdout.print(f"contract/{report['contract']}", markup=False, highlight=False)
-    elif output in (Output.text, Output.wide):
+    elif output is Output.wide:
+        _render_wide(report)
+    elif output is Output.text:
         _render_text(report)
     else:
         emit(report, output)
@@ -66,6 +69,30 @@ def compile_refusals(contract: Contract, now: datetime) -> list[Finding]:
     except CompileInvalid as err:
         return [_refusal((), p.subject, p.message) for p in err.problems]
     return []
+
+
+def unknown_model_findings(contract: Contract) -> list[Finding]:
+    """Models `plan` and the twin cannot size (outside the catalogue, no architecture given):
+    an error here, so a contract check passes is one they can run."""
+    from gpupact.plan.from_contract import model_problem
+
+    out = []
+    for i, service in enumerate(contract.services):
+        problem = model_problem(service)
+        if problem is not None:
+            field, message = problem
+            out.append(
+                Finding(
+                    "unknown-model",
+                    Severity.error,
+                    ("services", i, "model", field),
+                    f"service/{service.name}",
+                    message,
+                    "use a catalogue name (gpupact plan --help lists the sources in docs/plan.md)"
+                    " or describe the model under model.architecture",
+                )
+            )
+    return out
 
 
 def _refusal(path: tuple[PathPart, ...], subject: str, message: str) -> Finding:
@@ -139,6 +166,33 @@ def _render_text(report: dict[str, Any]) -> None:
         f"contract {escape(report['contract'])}: {_plural(s['error'], 'errors')}, "
         f"{_plural(s['warning'], 'warnings')}, {s['info']} info ({inventory})",
         highlight=False,
+    )
+
+
+# text shows SEVERITY RULE LOCATION PATH on a finding's first line, the rest below it; wide is
+# kubectl's: one line per finding, the subject, message and fix as columns of it (awk, grep)
+WIDE_COLUMNS = ("SEVERITY", "RULE", "LOCATION", "PATH", "SUBJECT", "MESSAGE", "FIX")
+
+
+def _render_wide(report: dict[str, Any]) -> None:
+    findings = report["findings"]
+    if not findings:
+        _render_text(report)  # the one-line "ok" with the contract's inventory
+        return
+    columns(
+        WIDE_COLUMNS,
+        (
+            (
+                f["severity"],
+                f["rule"],
+                f"{f['file']}:{f['line']}:{f['column']}" if f["line"] else f["file"],
+                f["path"] or "-",
+                f["subject"],
+                f["message"],
+                f["fix"],
+            )
+            for f in findings
+        ),
     )
 
 

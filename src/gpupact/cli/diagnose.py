@@ -20,14 +20,16 @@ from rich.markup import escape
 
 from gpupact.cli.check import parse_now
 from gpupact.cli.main import EXIT_FINDINGS, EXIT_OK, Output, app, stdout, user_errors
-from gpupact.cli.render import emit, label_selector
+from gpupact.cli.render import columns, emit, label_selector
 from gpupact.contract import load_contract
 from gpupact.contract.schema import Contract
 from gpupact.errors import InputError
 from gpupact.ops import Analysis, ClusterSnapshot, diagnose, open_cluster
 from gpupact.ops.diagnose import DiagnoseReport
-from gpupact.ops.findings import Finding, Severity, format_duration
+from gpupact.ops.evidence import gpu_milli, gpus_text
+from gpupact.ops.findings import Diagnosis, Finding, Severity, format_duration
 from gpupact.ops.model import observed_at
+from gpupact.ops.owners import owner_of
 
 STYLE = {Severity.error: "bold red", Severity.warning: "yellow", Severity.info: "cyan"}
 
@@ -151,6 +153,59 @@ def _render_text(report: DiagnoseReport) -> None:
     )
 
 
+# text heads each subject with SUBJECT and STATUS/PENDING, its steps and finding below; wide is
+# kubectl's: one line per subject, with what text leaves out (owner, pods, GPUs, the nodes the
+# first waiting pod may use) and the finding as columns
+WIDE_COLUMNS = (
+    "SUBJECT",
+    "STATUS",
+    "PENDING",
+    "OWNER",
+    "PODS",
+    "GPUS",
+    "ELIGIBLE",
+    "CHECKED",
+    "STEP",
+    "SEVERITY",
+    "CODE",
+    "SUMMARY",
+    "EVIDENCE",
+    "ACTION",
+)
+
+
+def _wide_row(d: Diagnosis, analysis: Analysis) -> list[str]:
+    keys = d.members or (f"{d.namespace}/{d.name}",)
+    pods = [analysis.pods[k] for k in keys if k in analysis.pods]
+    waiting = [p for p in pods if not p.node_name]
+    # eligible: nodes past the static filters (taints, affinity, selector, GPU kind) of all
+    placed = analysis.placement(waiting[0]) if waiting else None
+    f = d.finding
+    return [
+        d.subject.replace(" ", "/", 1),  # "pod ns/x" -> "pod/ns/x": one column
+        d.status,
+        format_duration(d.pending_seconds) if d.pending_seconds else "-",
+        owner_of(analysis, pods[0]).ref if pods else "-",
+        str(len(pods)),
+        gpus_text(sum(gpu_milli(p) for p in pods)) if pods else "-",
+        f"{placed.eligible}/{placed.nodes}" if placed else "-",
+        ",".join(f"{s.domain.value}:{s.outcome}" for s in d.checked) or "-",
+        f"{f.domain.step}.{f.domain.value}" if f else "-",
+        f.severity.value if f else "-",
+        f.code if f else "-",
+        f.summary if f else "-",
+        " | ".join(line for line in f.evidence if line) if f else "-",
+        f.action or "-" if f else "-",
+    ]
+
+
+def _render_wide(report: DiagnoseReport, analysis: Analysis) -> None:
+    if not report.diagnoses:
+        _render_text(report)  # "nothing pending (N nodes, M pods in SOURCE)"
+        return
+    columns(WIDE_COLUMNS, (_wide_row(d, analysis) for d in report.diagnoses))
+
+
 @app.command("diagnose")
 @user_errors
 def diagnose_command(
@@ -181,7 +236,11 @@ def diagnose_command(
         "for a live cluster).",
     ),
     output: Output = typer.Option(
-        Output.text, "-o", "--output", help="Output format: text, wide, name, json, yaml."
+        Output.text,
+        "-o",
+        "--output",
+        help="Output format: text, wide (one row per subject: owner, pods, GPUs, eligible nodes, "
+        "the finding, evidence and action as columns), name, json, yaml.",
     ),
 ) -> None:
     """Why is it Pending: walk the runbook (nodes, placement, gang, quota, autoscaler, memory)
@@ -203,7 +262,9 @@ def diagnose_command(
     report = diagnose(analysis, name, namespace=scope, selector=only)
     if output is Output.name:
         print_names([d.subject for d in report.diagnoses])
-    elif output in (Output.text, Output.wide):
+    elif output is Output.wide:
+        _render_wide(report, analysis)
+    elif output is Output.text:
         _render_text(report)
     else:
         emit(report.to_dict(), output)

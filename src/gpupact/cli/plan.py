@@ -24,12 +24,14 @@ from gpupact.contract.schema import ColdStart, Contract, Quantization, TokenProf
 from gpupact.contract.units import parse_duration, parse_params, parse_percent
 from gpupact.errors import InputError
 from gpupact.plan.capacity import plan_workload
+from gpupact.plan.engine_flags import Engine
+from gpupact.plan.memory import EngineSettings
 from gpupact.plan.planner import plan_contract
 from gpupact.plan.report import contract_dict, service_dict
 from gpupact.plan.standalone import standalone_workload
 from gpupact.plan.workload import DEFAULT_INPUT, DEFAULT_OUTPUT, TokenStats
 
-GB = 10**9
+GIB = 2**30
 
 
 @app.command("plan")
@@ -41,13 +43,69 @@ def plan_command(
     model: str | None = typer.Option(None, "--model", help="Model, e.g. llama-3.1-70b."),
     gpu: str | None = typer.Option(None, "--gpu", help="GPU, e.g. h100-80gb."),
     params: str | None = typer.Option(
-        None, "--params", help="Parameters of a model outside the catalogue, e.g. 14B."
+        None,
+        "--params",
+        help="Parameters of a model outside the catalogue (with --layers and "
+        "--kv-heads), e.g. 14B.",
     ),
-    quantization: Quantization = typer.Option(
-        Quantization.fp16, "--quantization", help="Weights format."
+    model_config: str | None = typer.Option(
+        None, "--model-config", help="A Hugging Face config.json describing the model."
     ),
-    kv_cache_dtype: Quantization | None = typer.Option(
-        None, "--kv-cache-dtype", help="KV cache format (default: the model's, bf16 if quantised)."
+    layers: int | None = typer.Option(None, "--layers", min=1, help="num_hidden_layers."),
+    hidden: int | None = typer.Option(None, "--hidden", min=1, help="hidden_size."),
+    heads: int | None = typer.Option(None, "--heads", min=1, help="num_attention_heads."),
+    kv_heads: int | None = typer.Option(None, "--kv-heads", min=1, help="num_key_value_heads."),
+    head_dim: int | None = typer.Option(None, "--head-dim", min=1, help="head_dim."),
+    intermediate: int | None = typer.Option(
+        None, "--intermediate", min=1, help="intermediate_size (the dense MLP width)."
+    ),
+    vocab: int | None = typer.Option(None, "--vocab", min=1, help="vocab_size."),
+    experts: int | None = typer.Option(None, "--experts", min=0, help="Routed MoE experts."),
+    experts_per_token: int | None = typer.Option(
+        None, "--experts-per-token", min=1, help="num_experts_per_tok."
+    ),
+    moe_intermediate: int | None = typer.Option(
+        None, "--moe-intermediate", min=1, help="moe_intermediate_size (one expert's width)."
+    ),
+    kv_lora_rank: int | None = typer.Option(
+        None, "--kv-lora-rank", min=1, help="MLA: compressed KV width (DeepSeek: 512)."
+    ),
+    q_lora_rank: int | None = typer.Option(None, "--q-lora-rank", min=1, help="MLA: q_lora_rank."),
+    rope_head_dim: int | None = typer.Option(
+        None, "--rope-head-dim", min=1, help="MLA: qk_rope_head_dim (DeepSeek: 64)."
+    ),
+    quantization: str | None = typer.Option(
+        None,
+        "--quantization",
+        help="Weights format: bf16, fp16, fp8, fp8-channel, fp8-block, "
+        "int8 (w8a8), int4 (awq/gptq), nf4 (bnb-4bit). Default: the model name's, else bf16.",
+    ),
+    kv_cache_dtype: str | None = typer.Option(
+        None,
+        "--kv-cache-dtype",
+        help="KV cache format: auto (the model's, bf16 if quantised), fp8, bf16, fp16.",
+    ),
+    engine: Engine = typer.Option(Engine.vllm, "--engine", help="Serving engine."),
+    gpu_memory_utilization: float | None = typer.Option(
+        None,
+        "--gpu-memory-utilization",
+        help="vLLM gpu_memory_utilization / SGLang "
+        "mem_fraction_static / TRT-LLM free_gpu_memory_fraction (default: the engine's).",
+    ),
+    max_num_seqs: int | None = typer.Option(
+        None, "--max-num-seqs", min=1, help="Sequences running at once (default: the engine's)."
+    ),
+    max_num_batched_tokens: int | None = typer.Option(
+        None,
+        "--max-num-batched-tokens",
+        min=1,
+        help="Tokens one step schedules / SGLang chunked prefill size (default: the engine's).",
+    ),
+    gpu_memory: str | None = typer.Option(
+        None,
+        "--gpu-memory",
+        help="Device memory as the runtime reports it, e.g. 79.2GiB "
+        "(default: the GPU catalogue's).",
     ),
     context: int | None = typer.Option(
         None, "--context", min=1, help="Longest request in tokens (default: p95 in + out)."
@@ -89,7 +147,11 @@ def plan_command(
     nodes and the pre-warm lead time of a peak."""
     slo = _seconds(ttft_slo, "--ttft-slo") if ttft_slo is not None else None
     if file or file_option:
-        given = [name for name, v in (("--model", model), ("--gpu", gpu)) if v is not None]
+        given = [
+            name
+            for name, v in (("--model", model), ("--gpu", gpu), ("--model-config", model_config))
+            if v is not None
+        ]
         if given:
             raise InputError(f"{' and '.join(given)}: plan a contract or flags, not both")
         path = contract_file(file, file_option, "gpupact plan CONTRACT.yaml")
@@ -99,14 +161,14 @@ def plan_command(
         data = contract_dict(plan_contract(contract, service=service, ttft_slo_s=slo))
         ok = data["ok"]
     else:
-        if model is None or gpu is None:
+        if (model is None and model_config is None) or gpu is None:
             raise InputError(
                 "give a contract file, or --model and --gpu: gpupact plan CONTRACT.yaml | "
                 "gpupact plan --model llama-3.1-70b --gpu h100-80gb ..."
             )
         if service is not None:
             raise InputError("--service needs a contract file")
-        measured = measured_tokens(profiles).get(model) if profiles is not None else None
+        measured = measured_tokens(profiles).get(model) if profiles is not None and model else None
         if measured is not None:  # flags given still win
             input_p50 = input_p50 or measured["input"]["p50"]
             input_p95 = input_p95 or measured["input"]["p95"]
@@ -117,19 +179,29 @@ def plan_command(
         workload = standalone_workload(
             model=model,
             gpu=gpu,
-            quantization=quantization,
+            quantization=_format(quantization, "--quantization") if quantization else None,
             context=context or inputs.p95 + outputs.p95,
             input_tokens=inputs,
             output_tokens=outputs,
             params=_parsed(parse_params, params, "--params") if params else None,
-            kv_dtype=kv_cache_dtype,
+            kv_dtype=_kv_dtype(kv_cache_dtype),
             concurrency=concurrency,
             ttft_slo_s=slo,
             headroom=_parsed(parse_percent, headroom, "--headroom"),
             tensor_parallel=tp,
             gpus_per_node=gpus_per_node,
             cold_start=_cold_start(cold_start) if cold_start else None,
-        )
+            model_config=model_config,
+            arch_flags={
+                "layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv_heads,
+                "head_dim": head_dim, "intermediate": intermediate, "vocab": vocab,
+                "experts": experts, "experts_per_token": experts_per_token,
+                "moe_intermediate": moe_intermediate, "kv_lora_rank": kv_lora_rank,
+                "q_lora_rank": q_lora_rank, "qk_rope_head_dim": rope_head_dim,
+            },
+            engine=_engine(engine, gpu_memory_utilization, max_num_seqs, max_num_batched_tokens),
+            gpu_memory=_parsed(parse_gib, gpu_memory, "--gpu-memory") if gpu_memory else None,
+        )  # fmt: skip
         if rate is not None:
             if concurrency is not None:
                 raise InputError("--rate and --concurrency: give one target load")
@@ -173,6 +245,50 @@ def with_measured_tokens(contract: Contract, measured: dict[str, Any]) -> Contra
     return contract.model_copy(update={"services": services})
 
 
+def _format(text: str, flag: str) -> Quantization:
+    try:
+        return Quantization(text)
+    except ValueError:
+        known = ", ".join(q.value for q in Quantization)
+        raise InputError(
+            f"{flag}: unknown format {text!r} (known: {known}; aliases awq, gptq, w8a8, bnb-4bit)"
+        ) from None
+
+
+def _kv_dtype(text: str | None) -> Quantization | None:
+    if text is None or text.strip().lower() == "auto":
+        return None
+    fmt = _format(text, "--kv-cache-dtype")
+    if fmt not in (Quantization.fp8, Quantization.bf16, Quantization.fp16, Quantization.fp32):
+        raise InputError(f"--kv-cache-dtype: {text!r} is a weights format; use auto, fp8, bf16")
+    return fmt
+
+
+def _engine(
+    engine: Engine, fraction: float | None, seqs: int | None, tokens: int | None
+) -> EngineSettings:
+    if fraction is not None and not (math.isfinite(fraction) and 0 < fraction <= 1):
+        raise InputError(f"--gpu-memory-utilization: expected a share in (0, 1], got {fraction}")
+    return EngineSettings(engine, fraction, seqs, tokens)
+
+
+def parse_gib(text: str) -> int:
+    """`79.2GiB` / `80Gi` / `85031714816` -> bytes (GiB is the one unit plan prints)."""
+    t = text.strip()
+    units = {"gib": 2**30, "gi": 2**30, "mib": 2**20, "mi": 2**20, "": 1}
+    for unit, scale in units.items():
+        if t.lower().endswith(unit):
+            number = t[: len(t) - len(unit)] if unit else t
+            try:
+                value = float(number)
+            except ValueError:
+                break
+            if not (math.isfinite(value) and value > 0):
+                break
+            return round(value * scale)
+    raise ValueError(f"expected a size such as 79.2GiB, got {text!r}")
+
+
 def _parsed(parse: Any, text: str, flag: str) -> Any:
     try:
         return parse(text)
@@ -211,7 +327,7 @@ def _cold_start(text: str) -> ColdStart:
 
 
 def _gb(value: int | None) -> str:
-    return "-" if value is None else f"{value / GB:,.1f} GB"
+    return "-" if value is None else f"{value / GIB:,.2f} GiB"
 
 
 def _s(value: float | None) -> str:
@@ -303,8 +419,11 @@ def _service(s: dict[str, Any]) -> None:
         ("weights", weights),
         (
             "usable",
-            f"{_gb(mem['usableBytes'])} ({mem['utilization']:.0%} of {mem['tensorParallel']} "
-            f"GPU(s)); runtime + activations {_gb(mem['overheadBytesPerGpu'])} per GPU",
+            f"{_gb(mem['usableBytes'])} ({mem['engine']} {mem['utilization']:.3g} of "
+            f"{mem['tensorParallel']} x {_gb(mem['deviceBytes'])}); per GPU: weights "
+            f"{_gb(mem['weightsBytesPerGpu'])}, activations {_gb(mem['activationBytesPerGpu'])}, "
+            f"non-torch {_gb(mem['nonTorchBytesPerGpu'])}, CUDA graphs ~"
+            f"{_gb(mem['cudaGraphBytesPerGpu'])} (outside the budget)",
         ),
         (
             "KV cache",

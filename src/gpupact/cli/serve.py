@@ -55,7 +55,8 @@ def serve_command(
         )
     except ImportError as err:
         raise InputError(
-            f"serving needs the `serve` extra: pip install 'gpupact[serve]' ({err})"
+            "serving needs FastAPI and uvicorn, which come with gpupact: "
+            f"pip install gpupact ({err})"
         ) from None
     from gpupact.ledger import Ledger
 

@@ -5,6 +5,8 @@ core.py       namespaces, PriorityClasses, node patches, Deployments / LeaderWor
 kueue.py      ResourceFlavors, Cohorts, ClusterQueues, LocalQueues, WorkloadPriorityClasses
 volcano.py    Queues, PodGroups, Volcano Jobs (gangs)
 karpenter.py  NodePools (elastic part of each pool)
+prewarm.py    pre-warm windows: placeholder-pod CronJobs and their PriorityClass
+model_cache.py  the node-local model cache volume (coldStart.modelCache: node)
 gpu_operator.py  device plugin / MIG manager ConfigMaps of time-sliced and MIG pools
 validate.py   checks of the emitted objects (always) and schema validation (tests)
 writer.py     deterministic files, kustomization.yaml, atomic replace of the output
@@ -21,6 +23,7 @@ from gpupact.compile.karpenter import compile_karpenter
 from gpupact.compile.kueue import compile_kueue
 from gpupact.compile.model import TARGETS, Bundle, CompileOptions, Emitted, NodeClassRef, Obj
 from gpupact.compile.names import require_owners
+from gpupact.compile.prewarm import compile_prewarm
 from gpupact.compile.quota import require_expiries
 from gpupact.compile.validate import Problem, check_bundle
 from gpupact.compile.volcano import compile_volcano
@@ -47,11 +50,12 @@ def compile_contract(contract: Contract, options: CompileOptions) -> Bundle:
     require_owners(contract)
     core = compile_core(contract)
     bundle = Bundle(contract.metadata.name)
-    bundle.add("namespaces", core["namespaces"])
+    prewarm_namespaces, prewarm = compile_prewarm(contract)
+    bundle.add("namespaces", core["namespaces"] + prewarm_namespaces)
     bundle.add("kueue", compile_kueue(contract, options.now, options.kueue_api))
     bundle.add("volcano", compile_volcano(contract, options.now))
     bundle.add("karpenter", compile_karpenter(contract, options.node_class))
-    bundle.add("core", core["core"])
+    bundle.add("core", core["core"] + prewarm)
     bundle.add("leaderworkerset", core["leaderworkerset"])
     bundle.add("gpu-operator", compile_gpu_operator(contract))
     bundle.node_patches = node_patches(contract)

@@ -25,6 +25,7 @@ from typing import Any
 
 from gpupact.compile.gpu_operator import device_labels
 from gpupact.compile.model import Obj
+from gpupact.compile.model_cache import add_model_cache
 from gpupact.compile.names import (
     HOSTNAME_KEY,
     KARPENTER_DO_NOT_DISRUPT,
@@ -350,6 +351,7 @@ def service_objects(contract: Contract, service: Service) -> tuple[list[Obj], li
             spread=spread,
         ),
     }
+    add_model_cache(pool, template)
     autoscaled = service.replicas.upper > max(service.replicas.min, 1)
     core: list[Obj] = []
     lws: list[Obj] = []

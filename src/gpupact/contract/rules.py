@@ -265,9 +265,15 @@ def _cold_start_exceeds_wait(ctx: Context) -> Iterator[Hit]:
     for i, pool in enumerate(ctx.contract.pools):
         if pool.nodes.min > 0 or pool.pre_warm:
             continue
-        cold = pool.cold_start.total
+        phases = pool.cold_start
         for klass in ctx.contract.classes:
             wait = klass.max_queue_wait
+            # a promise to `bound` waits for the node; one to `ready` for the pod's start too
+            cold = (
+                phases.total
+                if klass.max_queue_wait_until.value == "ready"
+                else phases.provision + phases.driver + phases.device_plugin
+            )
             if pool.name in klass.pools and wait is not None and cold > wait:
                 yield Hit(
                     ("pools", i, "coldStart"),

@@ -158,20 +158,63 @@ class LatencyTier(StrEnum):
 
 
 class Quantization(StrEnum):
+    """A weights (or KV cache) format. `int4` is the AWQ/GPTQ layout (4-bit weights in groups of
+    128 input channels, an fp16 scale and a 4-bit zero per group), `int8` the w8a8 one (8-bit
+    weights, a scale per output channel), `nf4` bitsandbytes 4-bit NormalFloat (blocks of 64
+    with double-quantised absmax), `fp8` FP8 with one scale per tensor, `fp8-channel` one per
+    output channel, `fp8-block` one per 128x128 block (DeepSeek-V3, Qwen3 FP8). The names
+    users know these by (awq, gptq, w8a8, bnb-4bit, ...) are accepted as aliases."""
+
     fp32 = "fp32"
     bf16 = "bf16"
     fp16 = "fp16"
     fp8 = "fp8"
+    fp8_channel = "fp8-channel"
+    fp8_block = "fp8-block"
     int8 = "int8"
     int4 = "int4"
+    nf4 = "nf4"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Quantization | None:
+        if isinstance(value, str):
+            key = value.strip().lower().replace("_", "-")
+            alias = _QUANTIZATION_ALIASES.get(key, key)
+            for member in cls:
+                if member.value == alias:
+                    return member
+        return None
 
     @property
     def bits(self) -> int:
-        return {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}[self.value]
+        """Bits of one weight, scales and zeros aside."""
+        return {"fp32": 32, "bf16": 16, "fp16": 16, "int4": 4, "nf4": 4}.get(self.value, 8)
 
     def weight_bytes(self, params: int) -> int:
         """Bytes of `params` weights in this format (no scales, KV cache or activations)."""
         return params * self.bits // 8
+
+
+_QUANTIZATION_ALIASES = {
+    "awq": "int4",
+    "gptq": "int4",
+    "w4a16": "int4",
+    "gptq-int4": "int4",
+    "w8a8": "int8",
+    "w8a8-int8": "int8",
+    "bnb-4bit": "nf4",
+    "bitsandbytes": "nf4",
+    "bnb": "nf4",
+    "fp8-tensor": "fp8",
+    "fp8-per-tensor": "fp8",
+    "fp8-per-channel": "fp8-channel",
+    "fp8-dynamic": "fp8-channel",
+    "fp8-e4m3": "fp8",
+    "float16": "fp16",
+    "half": "fp16",
+    "bfloat16": "bf16",
+    "float32": "fp32",
+}
 
 
 class BusinessPriority(StrEnum):
@@ -263,6 +306,15 @@ class NodeShape(Model):
     memory: Bytes | None = None
 
 
+class ModelCache(StrEnum):
+    """Where a replica reads its weights from. `none`: fetched on every start (modelLoad);
+    `node`: a hostPath cache on the node (compiled as the `model-cache` volume), so a node
+    that loaded the model before starts a replica in `cachedModelLoad`."""
+
+    none = "none"
+    node = "node"
+
+
 class ColdStart(Model):
     """Phases between "scale up" and "serving" (43.4): each a duration, 0 when unknown."""
 
@@ -271,6 +323,21 @@ class ColdStart(Model):
     device_plugin: Duration = timedelta(0)
     image_pull: Duration = timedelta(0)
     model_load: Duration = timedelta(0)
+    model_cache: ModelCache = ModelCache.none
+    cached_model_load: Duration | None = None  # model load from the node's cache
+
+    @model_validator(mode="after")
+    def _cache(self) -> ColdStart:
+        if self.model_cache is ModelCache.node and self.cached_model_load is None:
+            raise ValueError(
+                "modelCache: node needs cachedModelLoad (the load time from the node's disk)"
+            )
+        if self.cached_model_load is not None:
+            if self.model_cache is not ModelCache.node:
+                raise ValueError("cachedModelLoad is read only with modelCache: node")
+            if self.cached_model_load > self.model_load:
+                raise ValueError("cachedModelLoad must not exceed modelLoad")
+        return self
 
     @property
     def total(self) -> timedelta:
@@ -407,6 +474,11 @@ KNOWN_CLASSES: dict[str, dict[str, Any]] = {
 }
 
 
+class QueueWaitUntil(StrEnum):
+    bound = "bound"
+    ready = "ready"
+
+
 class WorkloadClass(Model):
     name: Name
     description: str | None = None
@@ -419,6 +491,9 @@ class WorkloadClass(Model):
     pools: list[Name] = Field(default_factory=list)
     headroom: Percent | None = None  # resolved: 20% for online classes, else 0%
     max_queue_wait: Duration | None = None  # the promise: GPUs within this long
+    # what maxQueueWait is measured to: `bound` (time to GPU: the pod is bound to a node) or
+    # `ready` (time to serving: bound, image pulled, model loaded, Ready)
+    max_queue_wait_until: QueueWaitUntil = QueueWaitUntil.bound
 
     @model_validator(mode="before")
     @classmethod
@@ -503,10 +578,50 @@ class Tenant(Model):
 # --- services and jobs --------------------------------------------------------------------
 
 
+class Architecture(Model):
+    """A model's shape where the planner's catalogue does not know it (or to correct it): the
+    fields of its Hugging Face config.json, named as `gpupact plan`'s flags are. Given for a
+    catalogue model, each field replaces the catalogue's; for another model, layers, hidden,
+    heads and vocab are needed (KV heads default to the heads: multi-head attention)."""
+
+    layers: Positive32 | None = None  # num_hidden_layers
+    hidden: Positive32 | None = None  # hidden_size
+    heads: Positive32 | None = None  # num_attention_heads
+    kv_heads: Positive32 | None = None  # num_key_value_heads
+    head_dim: Positive32 | None = None  # head_dim (default hidden / heads)
+    intermediate: Positive32 | None = None  # intermediate_size
+    vocab: Positive32 | None = None  # vocab_size
+    experts: Count32 | None = None  # routed experts per MoE layer
+    experts_per_token: Count32 | None = None  # num_experts_per_tok
+    moe_intermediate: Count32 | None = None  # moe_intermediate_size
+    shared_experts: Count32 | None = None  # n_shared_experts
+    dense_layers: Count32 | None = None  # first_k_dense_replace
+    q_lora_rank: Count32 | None = None  # MLA
+    kv_lora_rank: Count32 | None = None  # MLA: the cached latent's width
+    qk_rope_head_dim: Count32 | None = None  # MLA
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Architecture:
+        if self.heads and self.kv_heads and self.heads % self.kv_heads:
+            raise ValueError(
+                f"heads ({self.heads}) must be a multiple of kvHeads ({self.kv_heads})"
+            )
+        if (self.experts_per_token or 0) > (self.experts or 0) and self.experts is not None:
+            raise ValueError(
+                f"expertsPerToken ({self.experts_per_token}) exceeds experts ({self.experts})"
+            )
+        return self
+
+    def given(self) -> dict[str, int]:
+        """The fields set, by their Python names (the planner's architecture fields)."""
+        return {k: v for k, v in self.model_dump(by_alias=False).items() if v is not None}
+
+
 class ModelSpec(Model):
     name: Text
     params: Params
     quantization: Quantization = Quantization.fp16
+    architecture: Architecture | None = None
 
     @property
     def weight_bytes(self) -> int:

@@ -76,8 +76,8 @@ class SchedulingObjects:
     def add(self, obj: Mapping[str, Any]) -> bool:
         """Read one object; False when it is of another kind (FieldError on a bad one)."""
         kind, api = obj.get("kind"), obj.get("apiVersion")
-        if (api, kind) not in KINDS:
-            return False
+        if not isinstance(kind, str) or not isinstance(api, str) or (api, kind) not in KINDS:
+            return False  # a list or mapping here is no kind of ours (and is unhashable)
         _, meta, spec, _, name = object_header(obj, str(kind))
         namespace = string(meta.get("namespace"), ("metadata", "namespace")) or "default"
         if kind == "Service":

@@ -4,6 +4,14 @@ Ingestion is idempotent and transactional. Every row has a stable key; ingesting
 is stored merges the two (an interval may be closed or gain restarts, never reopened), so
 replaying the same events counts nothing twice. One `ingest_*` call is one transaction: an
 error anywhere in the batch (a bad record, a crash of the reader) rolls back every row of it.
+A process killed at any moment (SIGKILL, power cut) leaves each call committed or absent, so
+running the same ingest again ends in the state one clean run gives (tests/ledger/test_kill.py).
+
+Every write transaction takes the store's one writer lock first (SQLite `BEGIN IMMEDIATE`, a
+PostgreSQL transaction-level advisory lock): the key lookup and the upsert that follows see no
+other writer in between, so two ingests at once (the gateway's refresh and a CLI run) cannot
+both insert one key. pysqlite on its own begins a transaction only at the first INSERT: the
+lookups before it, and the migrations' CREATE TABLEs, would otherwise run outside any.
 
 The schema is versioned: `schema_version` holds the applied migration, `MIGRATIONS` the steps;
 opening a store applies the missing ones in one transaction.
@@ -13,6 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from itertools import islice
 from operator import attrgetter
@@ -26,6 +35,9 @@ from gpupact.errors import InputError
 from gpupact.ledger.kubernetes import Capacity
 from gpupact.ledger.records import Interval, Wait
 
+# pg_advisory_xact_lock key of the ledger's writer lock (any constant; "gpup" in ASCII): one
+# writer per database at a time, released at commit, rollback or when the connection dies
+_PG_WRITER_LOCK = 0x67707570
 BATCH = 5000  # rows looked up and written per statement inside one transaction
 _KEYS_PER_LOOKUP = 900  # bound parameters of one IN (...) lookup
 
@@ -231,7 +243,14 @@ class Ledger:
             raise InputError("no such ledger file (ingest into it first)", file=db)
         try:
             engine = sa.create_engine(url)
-        except (sa.exc.ArgumentError, ImportError) as err:
+        except ImportError as err:
+            if url.startswith("postgresql+psycopg"):  # the driver is the `postgres` extra
+                raise InputError(
+                    f"--db {_shown(db)}: PostgreSQL needs the postgres extra: "
+                    f"pip install 'gpupact[postgres]'"
+                ) from None
+            raise InputError(f"--db {_shown(db)}: {err}") from None
+        except sa.exc.ArgumentError as err:
             raise InputError(f"--db {_shown(db)}: {err}") from None
         if engine.dialect.name == "sqlite":
             sa.event.listen(engine, "connect", _on_sqlite_connect)
@@ -253,33 +272,50 @@ class Ledger:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @contextmanager
+    def _writing(self) -> Iterator[Connection]:
+        """One write transaction holding the writer lock from its first statement on (see the
+        module docstring); committed on success, rolled back on any error."""
+        with self.engine.begin() as conn:
+            if conn.dialect.name == "sqlite":
+                # pysqlite leaves BEGIN to us when one is issued: it then neither opens a
+                # second one nor commits before DDL, and commit()/rollback() end this one
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            elif conn.dialect.name == "postgresql":
+                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_WRITER_LOCK})")
+            yield conn
+
     # --- schema ---------------------------------------------------------------------------
 
     def migrate(self) -> int:
-        """Apply the missing migrations in one transaction; the version now in place."""
-        with self.engine.begin() as conn:
-            schema_version.create(conn, checkfirst=True)
-            current = conn.execute(sa.select(sa.func.max(schema_version.c.version))).scalar()
-            current = current or 0
-            if current > SCHEMA_VERSION:
-                raise InputError(
-                    f"the ledger's schema is version {current}, newer than this gpupact "
-                    f"({SCHEMA_VERSION}): upgrade gpupact"
-                )
-            for version, step in MIGRATIONS:
-                if version > current:
-                    step(conn)
-                    conn.execute(schema_version.delete())
-                    conn.execute(schema_version.insert().values(version=version))
-                    current = version
-            return current
+        """Apply the missing migrations in one transaction; the version now in place. A
+        store already current is only read (a report beside a running ingest, a read-only
+        file): the writer lock is taken when there is something to apply."""
+        with self.engine.connect() as conn:
+            current = _applied_version(conn)
+        if current < SCHEMA_VERSION:
+            with self._writing() as conn:
+                schema_version.create(conn, checkfirst=True)
+                current = _applied_version(conn)  # another process may have migrated meanwhile
+                for version, step in MIGRATIONS:
+                    if version > current:
+                        step(conn)
+                        conn.execute(schema_version.delete())
+                        conn.execute(schema_version.insert().values(version=version))
+                        current = version
+        if current > SCHEMA_VERSION:
+            raise InputError(
+                f"the ledger's schema is version {current}, newer than this gpupact "
+                f"({SCHEMA_VERSION}): upgrade gpupact"
+            )
+        return current
 
     # --- ingest ---------------------------------------------------------------------------
 
     def ingest(self, items: Iterable[Interval], batch: int = BATCH) -> IngestResult:
         """Upsert intervals by key in one transaction (see the module docstring)."""
         result = IngestResult()
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             for chunk in _batches(items, batch):
                 result += _upsert_intervals(conn, chunk)
         return result
@@ -295,7 +331,7 @@ class Ledger:
         pod or node is gone from a full snapshot taken at `at`); how many were closed."""
         keep = set(seen)
         closed = 0
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             for table in (intervals, capacity):
                 stmt = sa.select(table.c.key, table.c.start_time).where(
                     table.c.end_time.is_(None), table.c.key.like(f"{source}:%")
@@ -316,7 +352,7 @@ class Ledger:
         merge: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any] | None],
     ) -> IngestResult:
         result = IngestResult()
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             for chunk in _batches(items, BATCH):
                 rows = {}
                 for item in chunk:
@@ -342,7 +378,7 @@ class Ledger:
         """Busy GPU-hours per pod and period (DCGM via Prometheus); a period read again
         replaces the earlier reading."""
         n = 0
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             for row in rows:
                 conn.execute(
                     utilisation.delete().where(
@@ -357,7 +393,7 @@ class Ledger:
         return n
 
     def add_profile(self, tenant: str, model: str, received: float, body: dict[str, Any]) -> int:
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             res = conn.execute(
                 profiles.insert().values(
                     tenant=tenant, model=model, received=received, body=json.dumps(body)
@@ -459,6 +495,13 @@ class Ledger:
                 }
                 for r in conn.execute(stmt)
             ]
+
+
+def _applied_version(conn: Connection) -> int:
+    """The migration in place; 0 for a store without a schema yet."""
+    if not sa.inspect(conn).has_table(schema_version.name):
+        return 0
+    return int(conn.execute(sa.select(sa.func.max(schema_version.c.version))).scalar() or 0)
 
 
 def _shown(db: str) -> str:

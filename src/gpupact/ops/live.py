@@ -10,8 +10,10 @@ docs/diagnose.md has the minimal ClusterRole.
 As kubectl: without --kubeconfig, $KUBECONFIG (a list of files, merged) or ~/.kube/config,
 or the in-cluster service account inside a pod; without --context, the current context. The
 kubeconfig is never written back (the client would otherwise persist refreshed credentials).
-Every request has a connect and a read timeout and is not retried after a read timeout; a
-list has at most MAX_PAGES pages, so no server can hold a run forever.
+Every request has a connect and a read timeout, is not retried after a read timeout, and has
+an overall deadline ($GPUPACT_REQUEST_TIMEOUT, default 120 s: ops.request_deadline) that also
+ends a server dripping bytes just under the read timeout; a list has at most MAX_PAGES pages,
+so no server can hold a run forever.
 
 The `kubernetes` package is imported only here, and only when a live cluster is asked for.
 """
@@ -22,6 +24,7 @@ import json
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,8 @@ import yaml
 
 from gpupact.errors import FieldError, InputError
 from gpupact.ops.model import ClusterSnapshot, SnapshotBuilder
+from gpupact.ops.request_deadline import ENV as DEADLINE_ENV
+from gpupact.ops.request_deadline import DeadlineExceeded, RequestDeadline, configured_seconds
 
 PAGE_SIZE = 500
 MAX_PAGES = 2_000  # a million objects of one kind at PAGE_SIZE
@@ -125,7 +130,11 @@ def _client(context: str | None, kubeconfig: str | None) -> Any:
     # one retry for a refused connection; none after a read timeout (a black hole would
     # otherwise hold each page for several read timeouts)
     settings.retries = Retry(total=1, read=0, redirect=0, status=0)
-    return k8s.ApiClient(configuration=settings)
+    deadline = RequestDeadline(configured_seconds())
+    client = k8s.ApiClient(configuration=settings)
+    deadline.install(client.rest_client.pool_manager)
+    client.gpupact_deadline = deadline  # read by _get for every request of this client
+    return client
 
 
 MAX_KUBECONFIG_BYTES = 16 << 20
@@ -170,19 +179,31 @@ def _get(client: Any, resource: Resource, version: str, token: str) -> Mapping[s
     }
     if token:
         options["_continue"] = token
+    where = resource.path(version)
+    deadline: RequestDeadline = client.gpupact_deadline
+    # the API objects are built before the clock starts: building one is client-side work
+    # (about a second for CoreV1Api's validators), not the server's time
     if not resource.group:
-        call = getattr(k8s.CoreV1Api(client), _CORE_LISTS[resource.plural])
-        response = call(**options)
+        call = partial(getattr(k8s.CoreV1Api(client), _CORE_LISTS[resource.plural]))
     else:
         api = k8s.CustomObjectsApi(client)
-        response = api.list_cluster_custom_object(
-            resource.group, version, resource.plural, **options
-        )
-    where = resource.path(version)
+        call = partial(api.list_cluster_custom_object, resource.group, version, resource.plural)
+    response = None
     try:
-        body = json.loads(response.data)
+        with deadline.request():  # headers and body: the whole exchange
+            response = call(**options)
+            data = response.data
+    except DeadlineExceeded:
+        if response is not None:
+            response.close()  # its file object holds the socket open, the server writing on
+        raise InputError(
+            f"{where}: no complete answer within {deadline.seconds:g} s, the deadline of one "
+            f"request (${DEADLINE_ENV} sets it)"
+        ) from None
+    try:
+        body = json.loads(data)
     except (ValueError, RecursionError):  # HTML from a proxy, a login page, a truncated body
-        start = " ".join(response.data[:60].decode("utf-8", "replace").split())
+        start = " ".join(data[:60].decode("utf-8", "replace").split())
         raise InputError(
             f"{where}: the server answered 200 with something other than JSON "
             f"({start!r}...): is this a Kubernetes API server?"

@@ -4,17 +4,18 @@ OOM history comes from the pod's init and app container statuses: `OOMKilled` is
 cgroup OOM killer (host memory: the container went past its memory limit, or the node ran out),
 a CUDA out-of-memory message in a terminated container's message is GPU memory (the process
 exits with an error, not OOMKilled). The two need different fixes: a larger memory limit vs a
-smaller batch / context / a larger GPU. The profile needs the contract's service:
-weights = params x bits / 8, spread over `tensorParallel` GPUs; the KV cache per token is
-taken from the pod annotation `gpupact.io/kv-bytes-per-token` when set, else estimated for a
-grouped-query-attention transformer (8 KV heads x 128 dims, fp16/bf16 cache, layers about
-19 x cube root of the parameters in billions — right within ~20% for Llama-3 / Qwen2.5
-sizes). Serving engines keep ~10% of the GPU for activations and the runtime, so 90% is
-counted as usable.
+smaller batch / context / a larger GPU. The profile needs the contract's service and is
+`gpupact plan`'s own memory arithmetic (plan.memory: the architecture's weights in their format
+per GPU, vLLM's budget of gpu_memory_utilization x the device memory the runtime reports, its
+activation and non-torch overhead, the KV cache per token from layers x KV heads x head width)
+— one rule for plan and diagnose. The pod annotation `gpupact.io/kv-bytes-per-token` overrides
+the KV cache per token; a model outside plan's catalogue is reported as such (its KV cache
+cannot be sized from a parameter count) and only its weights are checked.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,11 @@ from gpupact.contract.schema import Contract, Service
 from gpupact.kube.objects import Pod
 from gpupact.ops.findings import format_duration
 from gpupact.ops.model import time_or_none
+from gpupact.plan.from_contract import pool_gpu, runtime_memory, service_model
+from gpupact.plan.memory import GPU_MEMORY_UTILIZATION, replica_memory
+from gpupact.plan.models import UnknownModel, resolve_model
+from gpupact.plan.weights import weight_bytes
+from gpupact.plan.workload import default_kv_dtype
 
 KV_BYTES_ANNOTATION = "gpupact.io/kv-bytes-per-token"
 OOM_KILLED = "OOMKilled"
@@ -33,8 +39,6 @@ CUDA_OOM_MARKERS = (
     "OutOfMemoryError",
     "CUBLAS_STATUS_ALLOC_FAILED",
 )
-USABLE_PERCENT = 90
-KV_HEADS, HEAD_DIM, KV_DTYPE_BYTES = 8, 128, 2
 GIB = 2**30
 
 
@@ -244,29 +248,28 @@ def service_of(contract: Contract | None, pod: Pod) -> Service | None:
     return next((s for s in contract.services if s.name == name), None) if name else None
 
 
-def estimated_kv_bytes_per_token(params: int) -> int:
-    layers = max(1, round(19 * (params / 1e9) ** (1 / 3)))
-    return 2 * layers * KV_HEADS * HEAD_DIM * KV_DTYPE_BYTES
-
-
 @dataclass(frozen=True)
 class MemoryProfile:
     service: str
     gpus: int  # GPUs one replica spans (tensor parallel)
-    device_memory: int  # bytes per GPU
-    weights: int  # bytes, whole model
-    kv_per_token: int
-    kv_estimated: bool
+    device_memory: int  # bytes per GPU, as the runtime reports them
+    weights: int  # bytes, whole replica
+    usable: int  # the engine's budget over the replica (gpu_memory_utilization x memory)
+    overhead: int  # activations and non-torch memory over the replica
+    kv_per_token: int  # bytes over the replica (copies included); 0: unknown
+    kv_source: str  # "plan" | "annotation" | "unknown model"
     context: int | None
     concurrency: int | None
+    utilization: float = 0.9
+    model_note: str = ""
 
     @property
-    def usable(self) -> int:
-        return self.gpus * self.device_memory * USABLE_PERCENT // 100
+    def kv_estimated(self) -> bool:
+        return self.kv_source != "annotation"
 
     @property
     def kv_budget(self) -> int:
-        return self.usable - self.weights
+        return self.usable - self.weights - self.overhead
 
     @property
     def kv_per_sequence(self) -> int | None:
@@ -282,7 +285,9 @@ class MemoryProfile:
     @property
     def max_context(self) -> int:
         """The longest single request whose KV cache fits beside the weights."""
-        return max(0, self.kv_budget) // max(1, self.kv_per_token)
+        if not self.kv_per_token:
+            return 0
+        return max(0, self.kv_budget) // self.kv_per_token
 
     @property
     def over(self) -> bool:
@@ -293,13 +298,20 @@ class MemoryProfile:
         return seqs is not None and seqs < 1
 
     def lines(self) -> list[str]:
-        how = "estimated" if self.kv_estimated else f"from {KV_BYTES_ANNOTATION}"
         out = [
             f"service {self.service}: weights {_gib(self.weights)} over {self.gpus} GPU(s) of "
-            f"{_gib(self.device_memory)} ({USABLE_PERCENT}% usable: {_gib(self.usable)})",
-            f"KV cache {self.kv_per_token // 1024} KiB per token ({how}); room for "
-            f"{_gib(max(0, self.kv_budget))} of KV cache",
+            f"{_gib(self.device_memory)} ({self.utilization:.0%} usable: {_gib(self.usable)}; "
+            f"activations and runtime {_gib(self.overhead)})",
         ]
+        if not self.kv_per_token:
+            out.append(f"KV cache not sized: {self.model_note}")
+            out.append(f"room left beside the weights: {_gib(max(0, self.kv_budget))}")
+            return out
+        how = f"from {KV_BYTES_ANNOTATION}" if self.kv_source == "annotation" else "plan's model"
+        out.append(
+            f"KV cache {self.kv_per_token // 1024} KiB per token ({how}); room for "
+            f"{_gib(max(0, self.kv_budget))} of KV cache"
+        )
         if self.context is not None:
             seqs = self.sequences_at_context
             out.append(
@@ -319,21 +331,38 @@ def _gib(value: int | None) -> str:
 
 
 def memory_profile(contract: Contract, service: Service, pod: Pod | None) -> MemoryProfile | None:
+    """The service's memory on its pool's GPUs, by plan's arithmetic."""
     if service.model is None or service.pool is None:
         return None
     pool = contract.pool(service.pool)
+    gpu, _ = pool_gpu(pool)
+    device = runtime_memory(pool, gpu) or pool.device_memory
+    tp = max(1, service.tensor_parallel)
     annotated = pod.annotations.get(KV_BYTES_ANNOTATION) if pod is not None else None
-    if annotated is not None and annotated.isdigit() and int(annotated) > 0:
-        kv, estimated = int(annotated), False
-    else:
-        kv, estimated = estimated_kv_bytes_per_token(service.model.params), True
+    override = int(annotated) if annotated is not None and annotated.isdigit() else 0
+    try:
+        resolve_model(service.model.name)
+    except UnknownModel as err:
+        # weights from the declared parameter count; the KV cache only from the annotation
+        weights = service.model.weight_bytes
+        usable = math.floor(tp * device * GPU_MEMORY_UTILIZATION)
+        return MemoryProfile(
+            service.name, tp, device, weights, usable, 0, override,
+            "annotation" if override else "unknown model", service.context_length,
+            service.concurrency, model_note=str(err),
+        )  # fmt: skip
+    arch, fmt, _ = service_model(service, device, tp)
+    memory = replica_memory(arch, fmt, default_kv_dtype(fmt), device, tp, gpu_name=gpu.name)
     return MemoryProfile(
         service=service.name,
-        gpus=max(1, service.tensor_parallel),
-        device_memory=pool.device_memory,
-        weights=service.model.weight_bytes,
-        kv_per_token=kv,
-        kv_estimated=estimated,
+        gpus=tp,
+        device_memory=device,
+        weights=weight_bytes(arch, fmt, tp),
+        usable=memory.usable,
+        overhead=tp * memory.overhead_per_gpu,
+        kv_per_token=override or memory.kv_per_token_replica,
+        kv_source="annotation" if override else "plan",
         context=service.context_length,
         concurrency=service.concurrency,
+        utilization=memory.utilization,
     )

@@ -306,6 +306,7 @@ class Controller:
     api_group: str
     templates: tuple[Mapping[str, Any], ...]  # raw PodTemplateSpecs
     replicas: int | None
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def kind(self) -> str:
@@ -342,7 +343,7 @@ def parse_controller(obj: Mapping[str, Any], kind: str) -> Controller:
     replicas = None
     if spec.get("replicas") is not None:
         replicas = integer(spec.get("replicas"), ("spec", "replicas"), bits=32)
-    return Controller(meta, group, tuple(_templates(kind, group, spec)), replicas)
+    return Controller(meta, group, tuple(_templates(kind, group, spec)), replicas, obj)
 
 
 @dataclass

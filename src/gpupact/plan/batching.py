@@ -10,13 +10,27 @@ is preempted: its blocks are freed and it goes back to the head of the queue to 
 (vLLM's default, RECOMPUTE), and no new request is admitted in that step. A request samples its
 first token in the step that completes its prompt (TTFT) and one token per step after that.
 
-Steps with only decodes, that nothing waiting could join, differ only by their growing context,
-so they are advanced many at a time with each step's exact duration (numpy) up to the next
-completion, arrival or block shortage: the result is the step-by-step loop's, only faster.
+How it stays fast (>= 1M requests per CPU-minute, benchmarks/serving_engine.py) while taking
+every decision of the step loop:
+- Admission only happens when the budget is left over after every running request got all it
+  wants, so only the last request admitted can be part-way through its prompt: the running
+  set is the decoding sequences (oldest first) and at most one prefilling request, the newest.
+- Decoding sequences all advance one token per step, so they are kept in one frame: a request's
+  cached tokens are `base + D` with D the count of decode steps so far. A step moves D, not
+  every sequence; the context sum is a running total, the next completion the top of a heap,
+  and new KV blocks are counted from a histogram of positions within a block.
+- Steps with only decodes, that nothing waiting could join, are advanced many at a time with
+  each step's exact duration up to the next completion, arrival or block shortage, the clock
+  summed step after step as the loop sums it.
+Step durations come from `EngineSpec.step_s` / `decode_steps_s` with the same integer token
+and pair counts as a plain loop would pass, so times match it to the last bit
+(tests/plan/test_engine_batching.py runs a plain reference loop).
 """
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -26,6 +40,7 @@ import numpy as np
 from gpupact.plan.engine import EngineSpec
 
 FAST_PATH_MAX_STEPS = 4096  # decode steps advanced at once, bounds the arrays
+SCALAR_RUN_STEPS = 4  # decode runs up to this long are timed step by step without arrays
 
 
 @dataclass(frozen=True)
@@ -64,257 +79,326 @@ class EngineRun:
 
 
 class _Engine:
-    """The scheduler's state between steps."""
+    """The scheduler's state between steps.
+
+    Decoding sequences live in `dec` (request -> base, admission order): request i has cached
+    `base + D` tokens and has sampled `base + D - prompt + 1`; it finishes when D reaches
+    `last[i] - base`. `sp` is the one request part-way through its prompt (or None), with its
+    own `computed`/`generated`; waiting and finished requests use those too."""
 
     def __init__(self, spec: EngineSpec, requests: Requests) -> None:
         n = len(requests)
         self.spec = spec
-        self.req = requests
-        self.prompt = requests.input.astype(np.int64)
-        self.out = requests.output.astype(np.int64)
-        self.first = np.full(n, np.nan)
-        self.done = np.full(n, np.nan)
+        self.arrival = requests.arrival.tolist()
+        self.prompt = requests.input.astype(np.int64).tolist()
+        self.out = requests.output.astype(np.int64).tolist()
+        self.first = [math.nan] * n
+        self.done = [math.nan] * n
         self.rejected = np.zeros(n, dtype=bool)
-        self.generated = np.zeros(n, dtype=np.int64)
-        self.computed = np.zeros(n, dtype=np.int64)  # tokens whose KV is cached
-        self.blocks = np.zeros(n, dtype=np.int64)
+        self.generated = [0] * n
+        self.computed = [0] * n  # tokens whose KV is cached (outside the decode frame)
+        self.bt = spec.block_tokens
         self.total_blocks = spec.kv_tokens // spec.block_tokens
-        self.free = self.total_blocks
-        self.running: list[int] = []  # admission order: the newest is preempted first
+        self.used = 0  # KV blocks held by running requests
+        # a request longer than the whole KV cache is refused on arrival (vLLM: max_model_len)
+        self.capacity = self.total_blocks * self.bt
+        self.fits = requests.input + requests.output <= self.capacity
+        self.budget = spec.max_num_batched_tokens
+        # vLLM refuses max_num_batched_tokens < max_num_seqs (SchedulerConfig): every decoding
+        # sequence gets its token in every step
+        self.max_seqs = min(spec.max_num_seqs, spec.max_num_batched_tokens)
+        # the decode frame
+        self.D = 0
+        self.dec: dict[int, int] = {}
+        self.base_sum = 0
+        self.ends: list[tuple[int, int]] = []  # heap of (D at which it finishes, request)
+        self.hist = [0] * self.bt  # decoding sequences by base mod block_tokens
+        self.sp: int | None = None
         self.waiting: deque[int] = deque()
         self.next_arrival = 0
         self.now = 0.0
         self.steps = self.preemptions = self.finished_count = 0
         self.busy = self.running_area = self.waiting_area = 0.0
-        # every running request sampled a token in the last step, none was added or
-        # preempted: all of them decode next (the fast path's precondition)
-        self.all_decoding = False
 
-    # --- helpers ----------------------------------------------------------------------------
+    # --- the decode frame -------------------------------------------------------------------
 
-    def blocks_for(self, tokens: np.ndarray | int) -> np.ndarray | int:
-        return -(-tokens // self.spec.block_tokens)
+    def join(self, i: int, computed: int) -> None:
+        """Request i, which just sampled a token with `computed` tokens cached, decodes."""
+        base = computed - self.D
+        self.dec[i] = base
+        self.base_sum += base
+        self.hist[base % self.bt] += 1
+        heapq.heappush(self.ends, (self.prompt[i] + self.out[i] - 1 - base, i))
 
-    def want(self, i: int) -> int:
-        return int(self.prompt[i] + self.generated[i] - self.computed[i])
+    def leave(self, i: int) -> int:
+        """Take request i out of the frame; its cached tokens (its generated count is set)."""
+        base = self.dec.pop(i)
+        self.base_sum -= base
+        self.hist[base % self.bt] -= 1
+        computed = base + self.D
+        self.generated[i] = computed - self.prompt[i] + 1
+        return computed
 
-    def preempt_newest(self) -> int:
-        self.all_decoding = False
-        victim = self.running.pop()
-        self.free += int(self.blocks[victim])
-        self.blocks[victim] = 0
+    def new_blocks(self, k: int) -> int:
+        """KV blocks the decoding sequences take in their next k tokens: one per sequence each
+        time its next token starts a block (its cached count a multiple of block_tokens)."""
+        bt, hist, d = self.bt, self.hist, self.D
+        full, rest = divmod(k, bt)
+        blocks = full * len(self.dec)
+        for s in range(rest):
+            blocks += hist[(-d - s) % bt]
+        return blocks
+
+    def finish_decoders(self) -> None:
+        """Retire the decoding sequences whose last token was sampled at D."""
+        ends, dec, d = self.ends, self.dec, self.D
+        while ends and ends[0][0] <= d:
+            at, i = heapq.heappop(ends)
+            base = dec.get(i)
+            if base is None or self.prompt[i] + self.out[i] - 1 - base != at:
+                continue  # preempted since (a stale entry)
+            computed = self.leave(i)
+            self.used -= -(-computed // self.bt)
+            self.done[i] = self.now
+            self.finished_count += 1
+
+    def blocks_of(self, tokens: int) -> int:
+        return -(-tokens // self.bt)
+
+    # --- one step ---------------------------------------------------------------------------
+
+    def preempt_newest(self) -> None:
+        if self.sp is not None:
+            victim = self.sp
+            self.sp = None
+            computed = self.computed[victim]
+        else:
+            victim = next(reversed(self.dec))
+            computed = self.leave(victim)
+        self.used -= self.blocks_of(computed)
         self.computed[victim] = 0
         self.waiting.appendleft(victim)
         self.preemptions += 1
-        return victim
 
-    def advance(self, seconds: float, steps: int) -> None:
-        self.running_area += len(self.running) * seconds
+    def schedule_preempting(self) -> int:
+        """The running requests in admission order, each decoding sequence needing a block
+        when its next token starts one, preempting the newest while blocks are short; then
+        the prefilling request (the newest), preempting itself if its chunk does not fit.
+        Allocates the blocks of what is left running (nothing is admitted after this); the
+        prefilling request's chunk (0: none, or it was preempted)."""
+        order = list(self.dec)
+        d, bt = self.D, self.bt
+        taken = 0  # blocks the decoders placed so far take
+        pos = 0
+        while pos < len(self.dec):
+            i = order[pos]
+            extra = 1 if (self.dec[i] + d) % bt == 0 else 0
+            while extra > self.total_blocks - self.used - taken and (
+                self.sp is not None or order[len(self.dec) - 1] != i
+            ):
+                self.preempt_newest()
+            if extra > self.total_blocks - self.used - taken:
+                self.preempt_newest()  # the request itself is the newest
+                break
+            taken += extra
+            pos += 1
+        self.used += taken
+        sp = self.sp
+        budget = self.budget - len(self.dec)
+        if sp is not None and budget > 0:
+            c = self.computed[sp]
+            take = min(self.prompt[sp] + self.generated[sp] - c, budget)
+            need = self.blocks_of(c + take) - self.blocks_of(c)
+            if need > self.total_blocks - self.used:
+                self.preempt_newest()
+            else:
+                self.used += need
+                return take
+        return 0
+
+    def step_once(self) -> None:
+        """One step of the scheduler and the forward pass it runs."""
+        computed, generated, prompt = self.computed, self.generated, self.prompt
+        n = len(self.dec)
+        budget = self.budget - n
+        extra = self.new_blocks(1) if n else 0
+        sp = self.sp
+        sp_take = sp_extra = 0
+        if sp is not None and budget > 0:
+            c = computed[sp]
+            sp_take = min(prompt[sp] + generated[sp] - c, budget)
+            sp_extra = self.blocks_of(c + sp_take) - self.blocks_of(c)
+        admitted: list[tuple[int, int]] = []
+        if extra + sp_extra <= self.total_blocks - self.used:
+            self.used += extra + sp_extra
+            budget -= sp_take
+            running = n + (sp is not None)
+            while self.waiting and budget > 0 and running < self.max_seqs:
+                i = self.waiting[0]
+                c = computed[i]
+                take = min(prompt[i] + generated[i] - c, budget)
+                need = self.blocks_of(c + take) - self.blocks_of(c)
+                if need > self.total_blocks - self.used:
+                    break
+                self.waiting.popleft()
+                self.used += need
+                budget -= take
+                running += 1
+                admitted.append((i, take))
+        else:
+            sp_take = self.schedule_preempting()
+            n, sp = len(self.dec), self.sp
+        # the forward pass over what was scheduled
+        kv = self.base_sum + n * self.D  # the decoders' cached tokens
+        tokens, pairs = n, kv + n
+        if sp_take:
+            c = computed[sp]
+            tokens += sp_take
+            pairs += sp_take * c + sp_take * (sp_take + 1) // 2
+            kv += c
+        for i, take in admitted:
+            c = computed[i]
+            tokens += take
+            pairs += take * c + take * (take + 1) // 2
+            kv += c
+        if tokens == 0:
+            return
+        seconds = self.spec.step_s(tokens, float(pairs), float(kv))
+        running = n + (sp is not None) + len(admitted)
+        self.running_area += running * seconds
         self.waiting_area += len(self.waiting) * seconds
         self.busy += seconds
-        self.steps += steps
+        self.steps += 1
         self.now += seconds
+        if n:
+            self.D += 1
+            self.finish_decoders()
+        if sp is not None:
+            self.sp = None
+            self.place(sp, sp_take)
+        for i, take in admitted:
+            self.place(i, take)
 
-    def retire(self, finished: list[int]) -> None:
-        if not finished:
+    def place(self, i: int, take: int) -> None:
+        """After a step in which request i (not decoding) had `take` tokens computed."""
+        c = self.computed[i] + take
+        self.computed[i] = c
+        g = self.generated[i]
+        if c != self.prompt[i] + g:
+            self.sp = i  # still prefilling (only the newest can be)
             return
-        gone = set(finished)
-        self.running = [i for i in self.running if i not in gone]
-        for i in finished:
-            self.free += int(self.blocks[i])
-            self.blocks[i] = 0
-        self.finished_count += len(finished)
-
-    # --- one scheduling decision ------------------------------------------------------------
-
-    def schedule(self) -> tuple[np.ndarray, np.ndarray]:
-        """(requests, tokens) of the next step, their blocks allocated."""
-        spec = self.spec
-        budget = spec.max_num_batched_tokens
-        chosen: list[int] = []
-        takes: list[int] = []
-        if self.running:
-            idx = np.fromiter(self.running, dtype=np.int64, count=len(self.running))
-            want = self.prompt[idx] + self.generated[idx] - self.computed[idx]
-            before = np.cumsum(want) - want  # budget used by the older requests
-            take = np.minimum(np.maximum(budget - before, 0), want)
-            extra = self.blocks_for(self.computed[idx] + take) - self.blocks[idx]
-            extra[take == 0] = 0
-            if int(extra.sum()) <= self.free:  # the usual case: no one is preempted
-                on = take > 0
-                self.blocks[idx] += extra
-                self.free -= int(extra.sum())
-                budget -= int(take.sum())
-                sidx, stake = idx[on], take[on]
-            elif self.schedule_preempting(chosen, takes):
-                return _arrays(chosen, takes)
-            else:
-                sidx, stake = _arrays(chosen, takes)
-                budget -= int(stake.sum())
+        g += 1
+        self.generated[i] = g
+        if g == 1:
+            self.first[i] = self.now
+        if g >= self.out[i]:
+            self.done[i] = self.now
+            self.used -= self.blocks_of(c)
+            self.finished_count += 1
         else:
-            sidx, stake = _arrays(chosen, takes)
-        admitted: list[int] = []
-        admitted_takes: list[int] = []
-        while self.waiting and budget > 0 and len(self.running) < spec.max_num_seqs:
-            i = self.waiting[0]
-            take_i = min(self.want(i), budget)
-            extra_i = int(self.blocks_for(int(self.computed[i]) + take_i)) - int(self.blocks[i])
-            if extra_i > self.free:
-                break
-            self.waiting.popleft()
-            self.free -= extra_i
-            self.blocks[i] += extra_i
-            budget -= take_i
-            self.running.append(i)
-            admitted.append(i)
-            admitted_takes.append(take_i)
-        if admitted:
-            more_idx, more_take = _arrays(admitted, admitted_takes)
-            sidx = np.concatenate([sidx, more_idx])
-            stake = np.concatenate([stake, more_take])
-        return sidx, stake
-
-    def schedule_preempting(self, chosen: list[int], takes: list[int]) -> bool:
-        """The running requests one at a time, preempting the newest when blocks run out;
-        fills `chosen`/`takes`, True when something was preempted (then nothing is admitted)."""
-        budget = self.spec.max_num_batched_tokens
-        preempted = False
-        pos = 0
-        while pos < len(self.running) and budget > 0:
-            i = self.running[pos]
-            take = min(self.want(i), budget)
-            extra = int(self.blocks_for(int(self.computed[i]) + take)) - int(self.blocks[i])
-            while extra > self.free and self.running[-1] != i:
-                self.preempt_newest()
-                preempted = True
-            if extra > self.free:
-                self.preempt_newest()  # the request itself is the newest
-                preempted = True
-                break
-            self.free -= extra
-            self.blocks[i] += extra
-            budget -= take
-            chosen.append(i)
-            takes.append(take)
-            pos += 1
-        return preempted
-
-    def step(self, sidx: np.ndarray, stake: np.ndarray) -> None:
-        c = self.computed[sidx]
-        pairs = float(np.dot(stake, c) + np.dot(stake, stake + 1) / 2)
-        seconds = self.spec.step_s(int(stake.sum()), pairs, float(c.sum()))
-        self.advance(seconds, 1)
-        self.computed[sidx] = c + stake
-        sampled = sidx[self.computed[sidx] == self.prompt[sidx] + self.generated[sidx]]
-        self.all_decoding = len(sampled) == len(self.running)
-        if not len(sampled):
-            return
-        self.generated[sampled] += 1
-        firsts = sampled[self.generated[sampled] == 1]
-        self.first[firsts] = self.now
-        ending = sampled[self.generated[sampled] >= self.out[sampled]]
-        if len(ending):
-            self.done[ending] = self.now
-            self.retire(ending.tolist())
+            self.join(i, c)
 
     # --- the fast path ----------------------------------------------------------------------
 
     def decode_only(self) -> bool:
         """Every running request decodes this step, and nothing waiting could join."""
-        spec = self.spec
-        if not self.all_decoding or not self.running:
+        n = len(self.dec)
+        if self.sp is not None or not n:
             return False
-        if len(self.running) > spec.max_num_batched_tokens:
-            return False
-        if not self.waiting or len(self.running) >= spec.max_num_seqs:
+        if not self.waiting or n >= self.max_seqs:
             return True
         head = self.waiting[0]
-        take = min(self.want(head), spec.max_num_batched_tokens - len(self.running))
+        c = self.computed[head]
+        take = min(self.prompt[head] + self.generated[head] - c, self.budget - n)
         # blocks only get scarcer while decoding: a head that does not fit stays out
-        return int(self.blocks_for(int(self.computed[head]) + take)) > self.free
+        return self.blocks_of(c + take) > self.total_blocks - self.used
 
     def decode_run(self) -> bool:
         """Advance k identical decode steps at once; False when not even one step fits."""
-        spec = self.spec
-        idx = np.fromiter(self.running, dtype=np.int64, count=len(self.running))
-        batch = len(idx)
-        left = self.out[idx] - self.generated[idx]
-        k = min(int(left.min()), FAST_PATH_MAX_STEPS)
-        computed = self.computed[idx]
-        # the most steps whose new blocks fit in what is free
-        have = self.blocks[idx]
-
-        def extra(steps: int) -> int:
-            return int(np.maximum(self.blocks_for(computed + steps) - have, 0).sum())
-
-        if extra(k) > self.free:
-            lo, hi = 0, k  # extra(lo) fits, extra(hi) does not
+        spec, n, d = self.spec, len(self.dec), self.D
+        k = min(self.ends[0][0] - d, FAST_PATH_MAX_STEPS)  # stale heap tops only lower it
+        free = self.total_blocks - self.used
+        if self.new_blocks(k) > free:
+            lo, hi = 0, k  # new_blocks(lo) fits, new_blocks(hi) does not
             while hi - lo > 1:
                 mid = (lo + hi) // 2
-                lo, hi = (mid, hi) if extra(mid) <= self.free else (lo, mid)
+                lo, hi = (mid, hi) if self.new_blocks(mid) <= free else (lo, mid)
             k = lo
         if k == 0:
             return False
-        base = float(computed.sum())
-        arrival_due = not self.waiting and len(self.running) < spec.max_num_seqs
-        arrival_due = arrival_due and self.next_arrival < len(self.req)
-        if arrival_due:
+        kv = self.base_sum + n * d
+        arrival = math.inf
+        if not self.waiting and n < self.max_seqs and self.next_arrival < len(self.arrival):
+            arrival = self.arrival[self.next_arrival]
             # steps only get longer as the context grows: the first step's length bounds
             # how many fit before the next arrival
-            first = float(spec.decode_steps_s(batch, np.array([base + batch]), np.array([base]))[0])
-            gap = float(self.req.arrival[self.next_arrival]) - self.now
-            k = max(1, min(k, int(gap / first) + 1))
-        s = np.arange(k, dtype=np.float64)
-        durations = spec.decode_steps_s(batch, base + batch + s * batch, base + s * batch)
-        ends = self.now + np.cumsum(durations)
-        if arrival_due:
-            t = self.req.arrival[self.next_arrival]
-            j = int(np.searchsorted(ends, t, side="left"))  # first step ending at/after t
-            k = min(k, j + 1)
-        total = float(ends[k - 1] - self.now)
-        new_blocks = np.maximum(self.blocks_for(computed + k) - have, 0)
-        self.blocks[idx] += new_blocks
-        self.free -= int(new_blocks.sum())
-        self.computed[idx] += k
-        self.generated[idx] += k
-        self.advance(total, k)
-        self.now = float(ends[k - 1])
-        ending = left <= k
-        for i, steps_left in zip(idx[ending].tolist(), left[ending].tolist(), strict=True):
-            self.done[i] = float(ends[steps_left - 1])
-        self.retire(idx[ending].tolist())
+            first = spec.step_s(n, float(kv + n), float(kv))
+            k = max(1, min(k, int((arrival - self.now) / first) + 1))
+        now = self.now
+        if k <= SCALAR_RUN_STEPS:
+            ends: list[float] | np.ndarray = []
+            for s in range(k):
+                base = kv + s * n
+                now += spec.step_s(n, float(base + n), float(base))
+                ends.append(now)
+                if now >= arrival:
+                    break
+            k = len(ends)
+        else:
+            reads = kv + n * np.arange(k, dtype=np.int64)
+            durations = spec.decode_steps_s(n, (reads + n).astype(np.float64), reads + 0.0)
+            ends = np.cumsum(np.concatenate(([self.now], durations)))[1:]  # summed as the loop
+            if arrival < math.inf:
+                k = min(k, int(np.searchsorted(ends, arrival, side="left")) + 1)
+            now = float(ends[k - 1])
+        seconds = now - self.now
+        self.running_area += n * seconds
+        self.waiting_area += len(self.waiting) * seconds + self.joined_waiting(ends, k, now)
+        self.busy += seconds
+        self.steps += k
+        self.used += self.new_blocks(k)
+        self.now = now
+        self.D += k
+        self.finish_decoders()
         return True
+
+    def joined_waiting(self, ends: list[float] | np.ndarray, k: int, end: float) -> float:
+        """Waiting time, up to `end`, of the requests that arrived during a decode run that
+        did not stop for them: each joins the queue when the step it arrived in ends."""
+        first, arrival = self.next_arrival, self.arrival
+        last = bisect.bisect_right(arrival, end, first)
+        if last == first:
+            return 0.0
+        at = np.asarray(arrival[first:last])
+        steps = np.asarray(ends[:k])
+        joined = steps[np.searchsorted(steps, at, side="left")]
+        fits = self.fits[first:last]
+        return float(np.sum((end - joined)[fits]))
 
     # --- the loop ---------------------------------------------------------------------------
 
     def run(self, horizon: float) -> None:
-        n = len(self.req)
-        arrival = self.req.arrival
-        capacity = self.total_blocks * self.spec.block_tokens
+        n = len(self.arrival)
+        arrival = self.arrival
+        capacity = self.capacity
+        prompt, out = self.prompt, self.out
         while self.finished_count < n and self.now < horizon:
             while self.next_arrival < n and arrival[self.next_arrival] <= self.now:
                 i = self.next_arrival
                 self.next_arrival += 1
-                if self.prompt[i] + self.out[i] > capacity:
-                    # longer than the whole KV cache: vLLM refuses it (max_model_len)
+                if prompt[i] + out[i] > capacity:
                     self.rejected[i] = True
                     self.finished_count += 1
                 else:
                     self.waiting.append(i)
-            if not self.running and not self.waiting:
+            if not self.dec and self.sp is None and not self.waiting:
                 if self.next_arrival >= n:
                     break
                 self.now = float(arrival[self.next_arrival])
                 continue
             if self.decode_only() and self.decode_run():
                 continue
-            sidx, stake = self.schedule()
-            if len(sidx):
-                self.step(sidx, stake)
-
-
-def _arrays(chosen: list[int], takes: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    return np.asarray(chosen, dtype=np.int64), np.asarray(takes, dtype=np.int64)
+            self.step_once()
 
 
 def simulate(spec: EngineSpec, requests: Requests, *, horizon: float = math.inf) -> EngineRun:
@@ -323,8 +407,8 @@ def simulate(spec: EngineSpec, requests: Requests, *, horizon: float = math.inf)
     engine.run(horizon)
     return EngineRun(
         requests=requests,
-        first_token=engine.first,
-        finished=engine.done,
+        first_token=np.array(engine.first, dtype=np.float64),
+        finished=np.array(engine.done, dtype=np.float64),
         rejected=engine.rejected,
         end=engine.now,
         steps=engine.steps,

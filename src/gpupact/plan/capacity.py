@@ -109,14 +109,18 @@ def _replicas_needed(
     limit = curve.capacity(slo)
     if limit <= 0:
         idle = curve.points[0]
-        return {}, 0.0, [
-            Finding(
-                "ttft-slo",
-                f"even a nearly idle replica has a TTFT P99 of {idle.ttft_p99_s:.2f}s, over "
-                f"the TTFT SLO of {slo:g}s: raise tensor parallelism, use a faster GPU or "
-                f"shorten prompts",
-            )
-        ]
+        return (
+            {},
+            0.0,
+            [
+                Finding(
+                    "ttft-slo",
+                    f"even a nearly idle replica has a TTFT P99 of {idle.ttft_p99_s:.2f}s, over "
+                    f"the TTFT SLO of {slo:g}s: raise tensor parallelism, use a faster GPU or "
+                    f"shorten prompts",
+                )
+            ],
+        )
     per_replica = limit * free
     why = "ttft" if slo is not None and limit < curve.top.rate else "throughput"
     rate = workload.rate
@@ -213,9 +217,7 @@ def _fit_findings(
     return out
 
 
-def plan_workload(
-    workload: Workload, *, shares: tuple[float, float] | None = None
-) -> ServicePlan:
+def plan_workload(workload: Workload, *, shares: tuple[float, float] | None = None) -> ServicePlan:
     """The plan of one workload; `shares` = (compute, bandwidth) share of each device (MIG,
     time-slicing), default 1 / workload.slowdown for both."""
     tp, min_tp = choose_tp(workload)

@@ -9,8 +9,9 @@ which met an empty engine.
 
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -20,13 +21,17 @@ from gpupact.plan.engine import EngineSpec
 from gpupact.plan.memory import MAX_NUM_SEQS, replica_memory
 from gpupact.plan.workload import Z95, TokenStats, Workload
 
-REQUESTS = 1500  # per load point: the P99 of 1,200 measured requests
+REQUESTS = 1500  # per load point at most 80 % of saturation: the P99 of 1,200 measured
 WARMUP_SHARE = 0.2
 SEED = 20261206
-SATURATED = 0.98
+# The endless queue the saturation rate is measured on, and the share of its requests whose
+# admissions are counted: past the first batch (whose short requests finish first and let the
+# next ones in early) and before the queue runs dry.
+SATURATION_REQUESTS = 12_000
+SATURATION_WINDOW = (0.25, 0.9)
 # vLLM V1's token budget per step for the OpenAI server (chunked prefill); larger on big GPUs
 # in recent releases (arg_utils default_max_num_batched_tokens).
-DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048  # a rate meets an SLO only below this share of the saturation rate
+DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048
 
 
 @dataclass(frozen=True)
@@ -58,10 +63,7 @@ def sample_requests(
     rng = np.random.default_rng(seed)
     prompts = token_lengths(input, n, rng, context - 1)
     completions = np.minimum(token_lengths(output, n, rng, context), context - prompts)
-    if math.isinf(rate):
-        arrivals = np.zeros(n)
-    else:
-        arrivals = np.cumsum(rng.exponential(1.0 / rate, n))
+    arrivals = np.zeros(n) if math.isinf(rate) else np.cumsum(rng.exponential(1.0 / rate, n))
     return Requests(arrivals, prompts, np.maximum(1, completions))
 
 
@@ -79,83 +81,141 @@ def latency_at(
     context: int,
     requests: int = REQUESTS,
     seed: int = SEED,
+    runs: int = 1,
 ) -> LoadPoint:
-    """TTFT and TPOT percentiles of one replica offered `rate` requests per second."""
-    reqs = sample_requests(input, output, rate, requests, seed, context)
-    run = simulate(spec, reqs)
-    skip = int(len(reqs) * WARMUP_SHARE)
-    ttft = run.ttft[skip:]
-    many = (reqs.output > 1) & ~np.isnan(run.finished)
-    many[:skip] = False
-    tpot = (run.finished - run.first_token)[many] / (reqs.output[many] - 1)
-    e2e = (run.finished - reqs.arrival)[skip:]
-    span = max(run.end, 1e-9)
-    finished = int(np.sum(~np.isnan(run.finished)))
+    """TTFT and TPOT percentiles of one replica offered `rate` requests per second, over the
+    requests of `runs` independent runs (seeds seed, seed + 1, ...) pooled; time averages
+    over their summed time."""
+    ttft, tpot, e2e = [], [], []
+    span = running = waiting = busy = 0.0
+    finished = preemptions = 0
+    for k in range(runs):
+        reqs = sample_requests(input, output, rate, requests, seed + k, context)
+        run = simulate(spec, reqs)
+        skip = int(len(reqs) * WARMUP_SHARE)
+        ttft.append(run.ttft[skip:])
+        many = (reqs.output > 1) & ~np.isnan(run.finished)
+        many[:skip] = False
+        tpot.append((run.finished - run.first_token)[many] / (reqs.output[many] - 1))
+        e2e.append((run.finished - reqs.arrival)[skip:])
+        span += max(run.end, 1e-9)
+        running += run.running_area
+        waiting += run.waiting_area
+        busy += run.busy_s
+        finished += int(np.sum(~np.isnan(run.finished)))
+        preemptions += run.preemptions
+    all_ttft, all_tpot, all_e2e = (np.concatenate(x) for x in (ttft, tpot, e2e))
     return LoadPoint(
         rate=rate,
-        ttft_p50_s=_quantile(ttft, 0.5),
-        ttft_p99_s=_quantile(ttft, 0.99),
-        tpot_p50_s=_quantile(tpot, 0.5),
-        tpot_p99_s=_quantile(tpot, 0.99),
-        e2e_mean_s=float(np.nanmean(e2e)) if len(e2e) else math.inf,
-        running_mean=run.running_area / span,
-        waiting_mean=run.waiting_area / span,
-        busy=run.busy_s / span,
+        ttft_p50_s=_quantile(all_ttft, 0.5),
+        ttft_p99_s=_quantile(all_ttft, 0.99),
+        tpot_p50_s=_quantile(all_tpot, 0.5),
+        tpot_p99_s=_quantile(all_tpot, 0.99),
+        e2e_mean_s=float(np.nanmean(all_e2e)) if len(all_e2e) else math.inf,
+        running_mean=running / span,
+        waiting_mean=waiting / span,
+        busy=busy / span,
         throughput=finished / span,
-        preemptions=run.preemptions,
+        preemptions=round(preemptions / runs),
     )
 
 
 def saturation_rate(
     spec: EngineSpec, input: TokenStats, output: TokenStats, *, context: int, seed: int = SEED
 ) -> float:
-    """Requests per second the replica finishes with an endless queue: every request waits
-    from t = 0 and the engine runs full batches; measured between the first and last
-    WARMUP_SHARE of completions (before the queue runs dry)."""
-    reqs = sample_requests(input, output, math.inf, REQUESTS, seed, context)
+    """Requests per second the replica takes in with an endless queue (`endless_queue`)."""
+    return endless_queue(spec, input, output, context=context, seed=seed)[0]
+
+
+def endless_queue(
+    spec: EngineSpec, input: TokenStats, output: TokenStats, *, context: int, seed: int = SEED
+) -> tuple[float, float]:
+    """(saturation rate, batch) of the replica with an endless queue: every request waits
+    from t = 0 and the engine runs the fullest batches it can. The rate is counted on
+    admissions (first tokens), which come in queue order whatever a request's length, between
+    SATURATION_WINDOW of them: completions would overstate it (the short requests of a batch
+    finish first). The batch is the time-averaged number of running sequences."""
+    reqs = sample_requests(input, output, math.inf, SATURATION_REQUESTS, seed, context)
     run = simulate(spec, reqs)
-    ends = np.sort(run.finished[~np.isnan(run.finished)])
-    if len(ends) < 10:
-        return 0.0
-    lo, hi = int(len(ends) * WARMUP_SHARE), int(len(ends) * (1 - WARMUP_SHARE))
-    span = ends[hi] - ends[lo]
-    return (hi - lo) / span if span > 0 else math.inf
+    firsts = np.sort(run.first_token[~np.isnan(run.first_token)])
+    if len(firsts) < 10:
+        return 0.0, 0.0
+    lo, hi = (int(len(firsts) * share) for share in SATURATION_WINDOW)
+    span = firsts[hi] - firsts[lo]
+    batch = run.running_area / run.end if run.end > 0 else 0.0
+    return ((hi - lo) / span if span > 0 else math.inf), batch
 
 
 # Load points of a latency curve, as shares of the saturation rate: denser near the top,
-# where the P99 turns up.
-CURVE_SHARES = (0.05, 0.25, 0.45, 0.6, 0.72, 0.81, 0.88, 0.93, 0.96, SATURATED)
+# where the P99 turns up. Above the top the queueing part of TTFT is extrapolated (`at`).
+CURVE_SHARES = (0.05, 0.25, 0.45, 0.6, 0.72, 0.81, 0.87, 0.92)
+TOP_SHARE = CURVE_SHARES[-1]
+# Closer to saturation a queue takes longer to settle (its relaxation time grows as
+# 1 / (1 - sqrt(load))^2) and one run can meet a long excursion of the batch: a point at load
+# x is measured on REQUESTS x SETTLE / (1 - x) requests, and above 70 % on RUNS_NEAR_TOP
+# independent runs pooled, so that a point's P99 is that of a long run, not of one excursion
+# (tests/twin/test_engine_fidelity.py states the result against the engine).
+SETTLE = 0.3
+RUNS_NEAR_TOP = 3
+# The highest share of saturation plan sizes a replica for when its latencies allow it (then
+# less its headroom): a replica run closer to its saturation rate has no margin for noise.
+PLANNED_SHARE = 0.98
+# Above the top the waiting part grows as 1 / (1 - load) (heavy traffic); capped at this load,
+# past which the twin's backlog takes over.
+EXTRAPOLATE_UP_TO = 0.99
+
+
+def requests_at(share: float) -> int:
+    """Requests a load point at `share` of saturation is measured on."""
+    return max(REQUESTS, round(REQUESTS * SETTLE / (1 - share)))
 
 
 @dataclass(frozen=True)
 class LatencyCurve:
     """A replica's latencies against its offered rate: load points from the step-level
-    engine, linear between them. Both `gpupact plan` (capacity, latency at a rate) and the
-    twin (latency of each tick) read replicas through this one curve."""
+    engine, linear between them, extrapolated above the top. Both `gpupact plan` (capacity,
+    latency at a rate) and the twin (latency of each tick) read replicas through this one
+    curve."""
 
     saturation: float  # requests per second with an endless queue
-    points: tuple[LoadPoint, ...]  # increasing rate, the last at SATURATED x saturation
+    points: tuple[LoadPoint, ...]  # increasing rate, the last at TOP_SHARE x saturation
+    full_batch: float = 0.0  # running sequences with an endless queue (0: not measured)
 
     @property
     def top(self) -> LoadPoint:
         return self.points[-1]
 
     def at(self, rate: float) -> LoadPoint:
-        """The load point at `rate` per replica, up to the top of the curve (beyond it the
-        replica is saturated: callers queue the excess, see `twin.serving`)."""
+        """The load point at `rate` per replica. Between the top point and the saturation
+        rate the TTFT's excess over a nearly idle replica's (its queueing) is scaled by
+        (1 - top load) / (1 - load), heavy traffic's law, up to EXTRAPOLATE_UP_TO; the rest
+        stays the top's (the batch is as full as it gets). At or above saturation callers
+        queue the excess (see `twin.serving`)."""
         pts = self.points
         if rate <= pts[0].rate:
             return pts[0]
         if rate >= pts[-1].rate:
-            return pts[-1]
+            return self.above_top(rate)
         hi = next(k for k, p in enumerate(pts) if p.rate >= rate)
         a, b = pts[hi - 1], pts[hi]
         f = (rate - a.rate) / (b.rate - a.rate)
         return _blend(a, b, f, rate)
 
+    def above_top(self, rate: float) -> LoadPoint:
+        top, idle = self.points[-1], self.points[0]
+        load = min(rate / self.saturation, EXTRAPOLATE_UP_TO)
+        grow = max(1.0, (1 - top.rate / self.saturation) / (1 - load))
+        return replace(
+            top,
+            rate=rate,
+            ttft_p50_s=idle.ttft_p50_s + (top.ttft_p50_s - idle.ttft_p50_s) * grow,
+            ttft_p99_s=idle.ttft_p99_s + (top.ttft_p99_s - idle.ttft_p99_s) * grow,
+        )
+
     def capacity(self, ttft_slo_s: float | None, tpot_slo_s: float | None = None) -> float:
         """The highest rate per replica on the curve whose TTFT P99 (and TPOT P99) meet the
-        SLOs; 0 when not even the lightest load does."""
+        SLOs, at most PLANNED_SHARE of saturation (above the top point, on the extrapolated
+        latencies); 0 when not even the lightest load does."""
 
         def excess(p: LoadPoint) -> float:
             over = []
@@ -168,7 +228,7 @@ class LatencyCurve:
         pts = self.points
         if excess(pts[0]) > 0:
             return 0.0
-        for a, b in zip(pts, pts[1:], strict=False):
+        for a, b in itertools.pairwise(pts):
             ea, eb = excess(a), excess(b)
             if eb > 0:
                 # where the linear blend crosses the SLO (the excess is monotone between
@@ -180,7 +240,13 @@ class LatencyCurve:
                     lo, hi = (mid, hi) if excess(point) <= 0 else (lo, mid)
                 del ea
                 return a.rate + lo * (b.rate - a.rate)
-        return pts[-1].rate
+        lo, hi = pts[-1].rate, max(pts[-1].rate, PLANNED_SHARE * self.saturation)
+        if excess(self.at(hi)) <= 0:
+            return hi
+        for _ in range(40):  # the extrapolated latencies grow with the rate
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if excess(self.at(mid)) <= 0 else (lo, mid)
+        return lo
 
 
 def _blend(a: LoadPoint, b: LoadPoint, f: float, rate: float) -> LoadPoint:
@@ -207,14 +273,36 @@ def latency_curve(
     spec: EngineSpec, input: TokenStats, output: TokenStats, context: int
 ) -> LatencyCurve:
     """The replica's curve (cached: the same profile is planned and simulated many times)."""
-    saturation = saturation_rate(spec, input, output, context=context)
+    saturation, full_batch = endless_queue(spec, input, output, context=context)
     if not saturation > 0 or math.isinf(saturation):
         raise ValueError(f"the engine serves no request of this profile ({saturation})")
-    points = tuple(
-        latency_at(spec, input, output, share * saturation, context=context)
+    measured = [
+        latency_at(
+            spec, input, output, share * saturation, context=context,
+            requests=requests_at(share), runs=RUNS_NEAR_TOP if share > 0.7 else 1,
+        )
         for share in CURVE_SHARES
-    )
-    return LatencyCurve(saturation, points)
+    ]  # fmt: skip
+    return LatencyCurve(saturation, monotone(measured), full_batch)
+
+
+def monotone(points: list[LoadPoint]) -> tuple[LoadPoint, ...]:
+    """Latency percentiles never fall as the load rises: a point's P99 from a finite run can
+    come out below its lighter neighbour's (sampling noise), and the curve then takes the
+    neighbour's, the pessimistic reading of the two."""
+    out: list[LoadPoint] = []
+    for p in points:
+        if out:
+            q = out[-1]
+            p = replace(
+                p,
+                ttft_p50_s=max(p.ttft_p50_s, q.ttft_p50_s),
+                ttft_p99_s=max(p.ttft_p99_s, q.ttft_p99_s),
+                tpot_p50_s=max(p.tpot_p50_s, q.tpot_p50_s),
+                tpot_p99_s=max(p.tpot_p99_s, q.tpot_p99_s),
+            )
+        out.append(p)
+    return tuple(out)
 
 
 def engine_spec(
@@ -227,8 +315,9 @@ def engine_spec(
     """The engine of one replica of `workload` at tensor parallelism `tp`: its KV cache from
     the plan's memory arithmetic, its limits from the engine flags (vLLM's defaults)."""
     memory = replica_memory(
-        workload.model, workload.quantization, workload.kv_dtype, workload.gpu_memory, tp
-    )
+        workload.model, workload.quantization, workload.kv_dtype, workload.gpu_memory, tp,
+        workload.engine, workload.gpu.name,
+    )  # fmt: skip
     share = 1.0 / workload.slowdown
     return EngineSpec(
         model=workload.model,

@@ -2,7 +2,11 @@
 its pool's GPU, token profile, headroom, declared sizes and cold start.
 
 Assumptions the contract forces are recorded on the workload and printed with the plan:
-- a model outside the catalogue: a dense transformer of its `params` (models.approximate_dense);
+- a model outside the catalogue is an error listing the closest names (as `--model` is): a
+  parameter count does not fix the KV cache;
+- a quantised name (`-AWQ`, `-FP8`, ...) sets the weights format unless `quantization` is given;
+- the device memory is the catalogue's runtime figure (an "80 GB" H100 is 79.22 GiB) unless the
+  pool declares `gpu.memory`;
 - no model at all: a dense bf16 model whose weights take DEFAULT_WEIGHT_SHARE of the replica's
   usable memory — a model filling half the GPUs leaves a modest KV cache, so the profile is on
   the slow, small side of what such a service runs;
@@ -23,7 +27,8 @@ from gpupact.errors import InputError
 from gpupact.plan.gpus import CATALOGUE as GPUS
 from gpupact.plan.gpus import GpuModel, find_gpu
 from gpupact.plan.memory import GPU_MEMORY_UTILIZATION
-from gpupact.plan.models import ModelArch, approximate_dense, find_model
+from gpupact.plan.model_config import arch_from_flags, with_flags
+from gpupact.plan.models import ModelArch, UnknownModel, approximate_dense, resolve_model
 from gpupact.plan.workload import (
     DEFAULT_INPUT,
     DEFAULT_OUTPUT,
@@ -62,6 +67,17 @@ def pool_gpu(pool: Pool) -> tuple[GpuModel, list[str]]:
     return conservative_gpu(pool.gpu.model, memory), [note]
 
 
+def runtime_memory(pool: Pool, gpu: GpuModel) -> int | None:
+    """The catalogue's runtime-reported memory when the pool declares none of its own (the
+    `-<N>g` label suffix is a name, N GiB, not what the runtime reports) and the GPU is whole."""
+    declared = "memory" in pool.gpu.model_fields_set
+    if declared or pool.sharing.mode != "exclusive":
+        return None
+    if find_gpu(pool.gpu.model or "") is None and find_gpu(pool.gpu.product or "") is None:
+        return None
+    return gpu.memory
+
+
 def service_model(
     service: Service, device_memory: int, tp: int
 ) -> tuple[ModelArch, Quantization, list[str]]:
@@ -74,14 +90,45 @@ def service_model(
             f"(weights fill {float(DEFAULT_WEIGHT_SHARE):.0%} of the replica's usable memory)"
         )
         return approximate_dense("default", params), Quantization.bf16, [note]
-    arch = find_model(spec.name)
-    if arch is not None:
-        return arch, spec.quantization, []
-    note = (
-        f"model {spec.name!r} is not in the catalogue: approximated as a dense transformer of "
-        f"{spec.params / 1e9:g}B parameters"
-    )
-    return approximate_dense(spec.name, spec.params), spec.quantization, [note]
+    problem = model_problem(service)
+    if problem is not None:
+        field, message = problem
+        raise InputError(f"service {service.name}: model.{field}: {message}")
+    given = spec.architecture.given() if spec.architecture else {}
+    try:
+        resolved = resolve_model(spec.name)
+    except UnknownModel:
+        return arch_from_flags(spec.name, **given), spec.quantization, []
+    explicit = "quantization" in spec.model_fields_set
+    implied = resolved.from_name or resolved.arch.native is not Quantization.bf16
+    weights = spec.quantization if explicit or not implied else resolved.weights
+    return with_flags(resolved.arch, **given), weights, []
+
+
+def model_problem(service: Service) -> tuple[str, str] | None:
+    """Why the planner cannot know a service's model, as (field under `model`, message): a
+    name outside the catalogue without enough of `model.architecture`. `check` reports it;
+    plan and the twin refuse it (never a silent approximation)."""
+    spec = service.model
+    if spec is None:
+        return None
+    given = spec.architecture.given() if spec.architecture else {}
+    try:
+        resolve_model(spec.name)
+        return None
+    except UnknownModel as err:
+        if not given:
+            close = f"closest: {', '.join(err.close)}; " if err.close else ""
+            return "name", (
+                f"unknown model {spec.name!r} ({close}describe it under model.architecture: "
+                f"layers, hidden, heads, kvHeads, vocab, ...)"
+            )
+    missing = [k for k in ("layers", "hidden", "heads", "vocab") if k not in given]
+    if missing:
+        return "architecture", (
+            f"{spec.name!r} is not in the catalogue, so its architecture needs {', '.join(missing)}"
+        )
+    return None
 
 
 def headroom_of(contract: Contract, service: Service) -> int:
@@ -103,6 +150,9 @@ def workload_for_service(contract: Contract, service: Service, slowdown: float =
     model, quantization, model_notes = service_model(
         service, device_memory, service.tensor_parallel
     )
+    runtime = runtime_memory(pool, gpu)
+    if runtime is not None:
+        device_memory = runtime
     notes += model_notes
     tokens = service.tokens
     inputs = TokenStats.of(tokens.input if tokens else None, DEFAULT_INPUT)

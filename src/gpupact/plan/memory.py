@@ -1,37 +1,67 @@
-"""GPU memory of one replica: weights, runtime and activations, and the KV cache that is left.
+"""GPU memory of one replica, per GPU: weights, the engine's overhead and the KV cache left.
 
-    usable   = tp x device memory x GPU_MEMORY_UTILIZATION
-    kv room  = usable - weights - tp x (RUNTIME_OVERHEAD + activations)
-    KV/token = 2 x layers x kv_heads x head_dim x dtype bytes          (K and V per layer)
-             = layers x (kv_lora_rank + qk_rope_head_dim) x dtype bytes (MLA: latent + RoPE key)
+    vLLM     KV = memory x gpu_memory_utilization - weights - activation peak - non-torch
+    SGLang   KV = memory x mem_fraction_static - weights - non-torch
+             (activations and CUDA graphs live in the 1 - fraction it keeps back)
+    TRT-LLM  KV = free_gpu_memory_fraction x (memory - context - weights - activations
+                  - non-torch)
+
+`memory` is what the runtime reports (torch total_memory: an "80 GB" H100 is 79.2 GiB; see
+`plan.gpus`), `weights` the GPU's share of the architecture's matrices in their format
+(`plan.weights`), the overheads `plan.overhead`, the flags `plan.engine_flags`. Everything is
+bytes; the CLI prints GiB.
+
+    KV/token = 2 x layers x kv_heads x head_dim x dtype bytes            (K and V per layer)
+             = layers x (kv_lora_rank + qk_rope_head_dim) x dtype bytes  (MLA: latent + RoPE key)
 
 With tensor parallelism KV heads are split over the GPUs; when there are fewer KV heads than
 GPUs each is replicated (tp / kv_heads copies), and vLLM replicates an MLA latent on every GPU
-(it has no heads to split), so the replica pays `KV/token x copies`.
+(it has no heads to split), so the replica pays `KV/token x copies`. The KV cache is whole
+blocks of `block_tokens` tokens.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from gpupact.contract.schema import Quantization
+from gpupact.plan import overhead
+from gpupact.plan.engine_flags import (
+    VLLM_UTILIZATION,
+    Engine,
+    EngineFlags,
+    default_flags,
+    engine_flags,
+)
 from gpupact.plan.models import ModelArch
+from gpupact.plan.weights import gpu_weight_bytes
 
 GIB = 2**30
-# vLLM's default `gpu_memory_utilization`: the share of each GPU the engine may take.
-GPU_MEMORY_UTILIZATION = Fraction(9, 10)  # exact: byte counts stay integers
-# Per GPU, outside the weights and the KV cache: CUDA context, cuBLAS workspaces, NCCL
-# buffers and captured CUDA graphs (vLLM logs 1-3 GiB of "non-torch" plus graph memory).
-RUNTIME_OVERHEAD_BYTES = 2 * GIB
-# vLLM's default token budget of one scheduler step with chunked prefill
-# (`max_num_batched_tokens`): the largest activation batch a forward pass holds.
-PREFILL_CHUNK_TOKENS = 8192
-# vLLM's default `max_num_seqs`: a replica never runs more sequences than this at once.
-MAX_NUM_SEQS = 256
-ACTIVATION_BYTES = 2  # bf16 activations
-LOGIT_BYTES = 4  # fp32 logits of the sampled positions
+GPU_MEMORY_UTILIZATION = VLLM_UTILIZATION  # vLLM's default (kept for callers)
+MAX_NUM_SEQS = 256  # vLLM's default max_num_seqs below 70 GiB (kept for callers)
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """What a user set of the engine (None: the engine's default for the device and TP)."""
+
+    engine: Engine = Engine.vllm
+    memory_fraction: float | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+
+    def flags(self, device_memory: int, gpu_name: str, tp: int) -> EngineFlags:
+        return engine_flags(
+            self.engine,
+            device_memory,
+            gpu_name,
+            tp,
+            memory_fraction=self.memory_fraction,
+            max_num_seqs=self.max_num_seqs,
+            max_num_batched_tokens=self.max_num_batched_tokens,
+        )
 
 
 def kv_bytes_per_token(model: ModelArch, kv_dtype: Quantization) -> int:
@@ -48,45 +78,80 @@ def kv_copies(model: ModelArch, tp: int) -> int:
     return max(1, tp // model.kv_heads)
 
 
-def activation_bytes(model: ModelArch, tp: int) -> int:
-    """Peak activations per GPU: one prefill chunk through the widest layer (the FFN's gate
-    and up projections, split over tp) beside the residual stream, plus the logits of a full
-    batch of sampled positions."""
-    per_token = model.hidden + 2 * model.ffn_width // tp
-    logits = MAX_NUM_SEQS * model.vocab * LOGIT_BYTES
-    return PREFILL_CHUNK_TOKENS * per_token * ACTIVATION_BYTES + logits
-
-
 @dataclass(frozen=True)
 class ReplicaMemory:
     tp: int
-    device_memory: int  # bytes per GPU
-    weights: int  # bytes, whole model
-    overhead_per_gpu: int  # runtime + activations
-    kv_per_token: int  # bytes, one copy
+    device_memory: int  # bytes per GPU, as the runtime reports it
+    weights_per_gpu: int
+    activation: int  # profiled activation peak per GPU
+    non_torch: int  # per GPU
+    cuda_graphs: int  # per GPU, outside vLLM's budget (reported only)
+    kv_per_token: int  # bytes, one copy over the whole replica
     copies: int  # KV copies across the replica
+    flags: EngineFlags = field(default_factory=lambda: default_flags(Engine.vllm, 0, "", 1))
+
+    @property
+    def weights(self) -> int:
+        """The replica's weights (replicated parts counted on every GPU)."""
+        return self.tp * self.weights_per_gpu
+
+    @property
+    def overhead_per_gpu(self) -> int:
+        """What the engine keeps beside weights and KV inside its budget, per GPU."""
+        if self.flags.engine is Engine.sglang:
+            return self.non_torch
+        return self.activation + self.non_torch
+
+    @property
+    def usable_per_gpu(self) -> int:
+        """The engine's budget for weights, overhead and KV cache on one GPU."""
+        if self.flags.engine is Engine.trtllm:
+            free = self.device_memory - overhead.CUDA_CONTEXT_BYTES
+            return (
+                self.weights_per_gpu
+                + self.overhead_per_gpu
+                + math.floor(
+                    (free - self.weights_per_gpu - self.overhead_per_gpu)
+                    * Fraction(self.flags.memory_fraction)
+                )
+            )
+        return math.floor(self.device_memory * Fraction(self.flags.memory_fraction))
 
     @property
     def usable(self) -> int:
-        return math.floor(self.tp * self.device_memory * GPU_MEMORY_UTILIZATION)
+        return self.tp * self.usable_per_gpu
+
+    @property
+    def utilization(self) -> float:
+        return float(self.flags.memory_fraction)
+
+    @property
+    def kv_room_per_gpu(self) -> int:
+        """Bytes left for the KV cache on one GPU (negative: the weights do not fit)."""
+        return self.usable_per_gpu - self.weights_per_gpu - self.overhead_per_gpu
 
     @property
     def kv_room(self) -> int:
-        """Bytes left for the KV cache (negative: the weights do not fit)."""
-        return self.usable - self.weights - self.tp * self.overhead_per_gpu
+        return self.tp * self.kv_room_per_gpu
 
     @property
     def kv_per_token_replica(self) -> int:
         return self.kv_per_token * self.copies
 
     @property
+    def kv_per_token_gpu(self) -> int:
+        return self.kv_per_token_replica // self.tp
+
+    @property
     def kv_tokens(self) -> int:
-        """Tokens (over all sequences) the replica's KV cache holds."""
-        return max(0, self.kv_room) // self.kv_per_token_replica
+        """Tokens (over all sequences) the replica's KV cache holds: whole blocks."""
+        block = self.flags.block_tokens * max(1, self.kv_per_token_gpu)
+        return max(0, self.kv_room_per_gpu) // block * self.flags.block_tokens
 
     def sequences(self, tokens_per_sequence: float) -> int:
-        """Sequences of that many tokens held at once, capped at MAX_NUM_SEQS."""
-        return min(MAX_NUM_SEQS, int(self.kv_tokens // max(1.0, tokens_per_sequence)))
+        """Sequences of that many tokens held at once, capped at max_num_seqs."""
+        held = int(self.kv_tokens // max(1.0, tokens_per_sequence))
+        return min(self.flags.max_num_seqs, held)
 
 
 def replica_memory(
@@ -95,12 +160,20 @@ def replica_memory(
     kv_dtype: Quantization,
     device_memory: int,
     tp: int,
+    settings: EngineSettings | None = None,
+    gpu_name: str = "",
 ) -> ReplicaMemory:
+    flags = (settings or EngineSettings()).flags(device_memory, gpu_name, tp)
     return ReplicaMemory(
         tp=tp,
         device_memory=device_memory,
-        weights=weights_format.weight_bytes(model.params),
-        overhead_per_gpu=RUNTIME_OVERHEAD_BYTES + activation_bytes(model, tp),
+        weights_per_gpu=gpu_weight_bytes(model, weights_format, tp).total,
+        activation=overhead.activation_peak(
+            model, tp, flags.max_num_batched_tokens, flags.max_num_seqs
+        ),
+        non_torch=overhead.non_torch(tp),
+        cuda_graphs=overhead.cuda_graphs(model, flags.max_num_seqs),
         kv_per_token=kv_bytes_per_token(model, kv_dtype),
         copies=kv_copies(model, tp),
+        flags=flags,
     )

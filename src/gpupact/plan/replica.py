@@ -15,7 +15,7 @@ class ReplicaEstimate:
     tp: int
     memory: ReplicaMemory
     tokens_per_sequence: float  # KV tokens of a finished mean request (mean input + output)
-    sequences: int  # held at once at the mean request (capped at MAX_NUM_SEQS)
+    sequences: int  # held at once at the mean request (capped at max_num_seqs)
     sequences_p95: int  # ... if every request were a p95 one
     prefill_p50_s: float  # prefill of a p50 / p95 prompt, nothing queued
     prefill_p95_s: float
@@ -46,7 +46,9 @@ class ReplicaEstimate:
 
 def estimate_replica(workload: Workload, tp: int) -> ReplicaEstimate:
     w = workload
-    memory = replica_memory(w.model, w.quantization, w.kv_dtype, w.gpu_memory, tp)
+    memory = replica_memory(
+        w.model, w.quantization, w.kv_dtype, w.gpu_memory, tp, w.engine, w.gpu.name
+    )
     mean_in, mean_out = w.input.mean, w.output.mean
     per_sequence = mean_in + mean_out
     sequences = memory.sequences(per_sequence)
@@ -76,11 +78,13 @@ def estimate_replica(workload: Workload, tp: int) -> ReplicaEstimate:
 
 
 def tp_candidates(workload: Workload) -> list[int]:
-    """Powers of two up to the GPUs of one node that divide the attention heads (vLLM splits
-    heads evenly; tensor parallelism across nodes is not planned)."""
+    """Powers of two up to the GPUs of one node that divide the attention heads, and the KV
+    heads where there are at least as many (vLLM splits heads evenly and replicates fewer KV
+    heads than GPUs; tensor parallelism across nodes is not planned)."""
+    m = workload.model
     out, tp = [], 1
     while tp <= workload.gpus_per_node:
-        if workload.model.heads % tp == 0:
+        if m.heads % tp == 0 and (m.mla or m.kv_heads < tp or m.kv_heads % tp == 0):
             out.append(tp)
         tp *= 2
     return out

@@ -7,7 +7,6 @@ from typing import Any
 
 from gpupact.contract.schema import Quantization
 from gpupact.plan.capacity import ServicePlan
-from gpupact.plan.memory import GPU_MEMORY_UTILIZATION, MAX_NUM_SEQS
 from gpupact.plan.planner import ContractPlan
 
 
@@ -26,12 +25,14 @@ def notes(plan: ServicePlan) -> list[str]:
             f"contextLength {w.context} is beyond {w.model.name}'s max_position_embeddings "
             f"({w.model.max_context}): needs RoPE scaling (e.g. YaRN) to serve"
         )
-    if r.sequences == MAX_NUM_SEQS:
+    seqs = r.memory.flags.max_num_seqs
+    if r.sequences == seqs:
         out.append(
-            f"sequences per replica capped at vLLM's default max_num_seqs ({MAX_NUM_SEQS}); "
+            f"sequences per replica capped at max_num_seqs ({seqs}); "
             f"the KV cache would hold {r.memory.kv_tokens // max(1, round(r.tokens_per_sequence))}"
         )
-    if w.quantization is Quantization.fp8 and w.gpu.fp8_tflops is None:
+    fp8 = (Quantization.fp8, Quantization.fp8_channel, Quantization.fp8_block)
+    if w.quantization in fp8 and w.gpu.fp8_tflops is None:
         out.append(
             f"{w.gpu.name} has no fp8 tensor cores: fp8 weights are dequantised, prefill runs "
             f"at the 16-bit rate"
@@ -61,12 +62,18 @@ def service_dict(plan: ServicePlan) -> dict[str, Any]:
             "slowdown": w.slowdown,
         },
         "memory": {
+            "engine": m.flags.engine.value,
             "tensorParallel": r.tp,
             "minTensorParallel": plan.min_tp,
+            "deviceBytes": m.device_memory,
             "weightsBytes": m.weights,
+            "weightsBytesPerGpu": m.weights_per_gpu,
             "usableBytes": m.usable,
-            "utilization": float(GPU_MEMORY_UTILIZATION),
+            "utilization": m.utilization,
             "overheadBytesPerGpu": m.overhead_per_gpu,
+            "activationBytesPerGpu": m.activation,
+            "nonTorchBytesPerGpu": m.non_torch,
+            "cudaGraphBytesPerGpu": m.cuda_graphs,
             "kvCacheBytes": max(0, m.kv_room),
             "kvBytesPerToken": m.kv_per_token,
             "kvCopies": m.copies,

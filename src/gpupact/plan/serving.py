@@ -7,8 +7,9 @@ size, so the twin and the plan agree on what a replica serves.
 A shared GPU keeps a share of the device: a time-sliced one 1/k of the SMs and of the memory
 bandwidth (k replicas take turns), a MIG slice its compute slices of 7 and its memory slices
 of 8 (NVIDIA MIG user guide, "Supported MIG Profiles": A100/H100 1g.10gb has 1 of 7 compute
-and 1 of 8 memory slices, 2g 2/8, 3g and 4g 4/8, 7g 8/8; the bandwidth follows the memory
-slices), so the slow-down comes out of the step formula rather than a fixed divisor.
+and 1 of 8 memory slices, 1g.20gb 1 and 2, 2g 2/8, 3g and 4g 4/8, 7g 8/8; the bandwidth
+follows the memory slices, which a profile's memory gives: its share of the GPU's in eighths),
+so the slow-down comes out of the step formula rather than a fixed divisor.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ def shares_of(contract: Contract, service: Service, timeslice: int = 1) -> tuple
     if pool is not None and pool.sharing.mode == "mig":
         slices = int((pool.sharing.profile or "7g").split("g", 1)[0])
         memory = MIG_MEMORY_SLICES.get(slices, slices)
+        if pool.gpu.memory:  # 1g.20gb on an 80 GB GPU: 2 memory slices, not 1
+            memory = max(1, min(8, round(8 * pool.device_memory / pool.gpu.memory)))
         return slices / MIG_COMPUTE_SLICES, memory / 8
     return 1.0 / timeslice, 1.0 / timeslice
 

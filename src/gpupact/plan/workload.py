@@ -14,6 +14,7 @@ from datetime import timedelta
 
 from gpupact.contract.schema import ColdStart, Percentiles, Quantization
 from gpupact.plan.gpus import GpuModel
+from gpupact.plan.memory import EngineSettings
 from gpupact.plan.models import ModelArch
 
 Z95 = 1.6448536269514722  # standard normal 95th percentile
@@ -68,6 +69,17 @@ class Workload:
     service_cold_start: timedelta | None = None  # the service's declared cold start
     slowdown: float = 1.0  # > 1: a time-sliced device, compute and bandwidth divided by it
     assumptions: tuple[str, ...] = field(default=())
+    engine: EngineSettings = field(default_factory=EngineSettings)  # serving engine and flags
+
+    @property
+    def max_num_seqs(self) -> int:
+        """The engine's limit on running sequences (its default for this GPU unless set)."""
+        return self.engine.flags(self.gpu_memory, self.gpu.name, 1).max_num_seqs
+
+    @property
+    def max_num_batched_tokens(self) -> int:
+        """Tokens one engine step may schedule (vLLM's chunked-prefill budget)."""
+        return self.engine.flags(self.gpu_memory, self.gpu.name, 1).max_num_batched_tokens
 
     def assuming(self, *notes: str) -> Workload:
         return replace(self, assumptions=(*self.assumptions, *notes))
@@ -75,7 +87,7 @@ class Workload:
 
 def default_kv_dtype(weights: Quantization) -> Quantization:
     """vLLM's `kv_cache_dtype=auto`: the model's activation dtype. Quantised weights
-    (fp8/int8/int4) still run bf16 activations, so their cache is bf16 unless set to fp8."""
+    (fp8/int8/int4/nf4) still run bf16 activations, so their cache is bf16 unless set to fp8."""
     if weights in (Quantization.fp32, Quantization.fp16, Quantization.bf16):
         return weights
     return Quantization.bf16

@@ -1,19 +1,28 @@
-"""Node provisioning per pool, as the cluster autoscaler / Karpenter do it:
+"""Node provisioning per pool, as Karpenter / the cluster autoscaler do it:
 
-- Scale-up: every scan, the pods still unschedulable are checked against an empty node of each
-  pool (the engine's filter on a template node: taints, affinity, GPU model and devices);
-  the first pool in contract order that can host a pod gets it. A pool's pods are packed
-  first-fit onto new template nodes to count the nodes needed (the binpacking estimator),
-  capped by `nodes.max` minus the nodes it has or is provisioning.
+- Which pods: unschedulable ones not waiting for a preemption (a pod with
+  nominatedNodeName is skipped by both: Karpenter's IsProvisionable, cluster-autoscaler's
+  "already waiting for a lower priority pod preemption"); cluster-autoscaler also skips pods
+  below its expendable cutoff (-10) and pods younger than `newPodScaleUpDelay`.
+- When: Karpenter closes a batch window `batchIdleDuration` after the last newly unschedulable
+  pod, or `batchMaxDuration` after the window opened (`Batcher`); cluster-autoscaler acts on
+  its scan (`scanInterval`).
+- How many: the pods are checked against an empty node of each pool (the engine's filter on
+  a template node: taints, affinity, GPU model and devices); the first pool in contract order
+  that can host a pod gets it. A pool's pods are packed first-fit onto new template nodes to
+  count the nodes needed (the binpacking estimator), capped by `nodes.max` minus the nodes it
+  has or is provisioning.
 - A new node joins Ready after its pool's provision + driver + device-plugin phases.
-- Pre-warm windows raise a pool's minimum while they last (the nodes are started at the
-  window's start, so the window must begin a cold start ahead of the peak).
-- Scale-down: a node without pods for `scaleDownUnneeded` is removed, never below the pool's
-  current minimum.
+- Scale-down: a node without pods for the pool's unneeded time (Karpenter: the NodePool's
+  compiled `consolidateAfter`; cluster-autoscaler: `scaleDownUnneeded`) is removed, never
+  below the pool's `nodes.min` (its fixed nodes). Pre-warm windows hold nodes with
+  placeholder pods (twin/prewarm.py), which keep those nodes busy.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -90,9 +99,9 @@ class Autoscaler:
                 scheduler.schedule_one(pod, explain=False)  # fits no empty node: never will
         return sum(1 for i in range(upcoming, scratch.num_nodes) if scratch.pods_on(i))
 
-    def minimum_nodes(self, name: str, prewarm: int) -> int:
+    def minimum_nodes(self, name: str) -> int:
         p = self.pools[name]
-        return min(max(p.minimum, prewarm), p.maximum)
+        return min(p.minimum, p.maximum)
 
     def to_remove(
         self, name: str, now: float, unneeded_s: float, minimum: int, busy: set[int]
@@ -113,3 +122,70 @@ class Autoscaler:
                 out.append(row)
                 spare -= 1
         return out
+
+
+# cluster-autoscaler's --expendable-pods-priority-cutoff default: pods below it never trigger a
+# scale-up (flags.go; FAQ "How does Cluster Autoscaler work with Pod Priority and Preemption?")
+EXPENDABLE_PRIORITY_CUTOFF = -10
+
+
+@dataclass
+class Batcher:
+    """Karpenter's provisioning batch window: opened by the first unschedulable pod, extended
+    by each new one up to `idle_s` after it, never beyond `max_s` after it opened."""
+
+    idle_s: float
+    max_s: float
+    opened: float | None = None
+    last: float = 0.0
+
+    def trigger(self, now: float) -> float:
+        """A new unschedulable pod: when the window now closes."""
+        if self.opened is None:
+            self.opened = now
+        self.last = now
+        return self.closes_at()
+
+    def closes_at(self) -> float:
+        assert self.opened is not None
+        return min(self.last + self.idle_s, self.opened + self.max_s)
+
+    def due(self, now: float) -> bool:
+        return self.opened is not None and now >= self.closes_at() - 1e-9
+
+    def close(self) -> None:
+        self.opened = None
+
+
+_GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+_GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+
+
+def go_seconds(text: str) -> float:
+    """A Go duration (`11m30s`, `1h`, `0s`) in seconds; `Never` is infinite."""
+    if text == "Never":
+        return math.inf
+    parts = _GO_DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValueError(f"not a Go duration: {text!r}")
+    return sum(float(n) * _GO_UNITS[u] for n, u in parts)
+
+
+@dataclass(frozen=True)
+class NodePoolSettings:
+    """What Karpenter reads from a compiled NodePool (named after its pool)."""
+
+    consolidate_after_s: float  # spec.disruption.consolidateAfter: empty this long, removed
+    limit_nodes: int | None  # spec.limits.nodes: the elastic nodes it may launch
+
+
+def node_pool_settings(node_pools: Sequence[dict]) -> dict[str, NodePoolSettings]:
+    out = {}
+    for obj in node_pools:
+        spec = obj.get("spec", {})
+        after = str(spec.get("disruption", {}).get("consolidateAfter", "0s"))
+        limit = spec.get("limits", {}).get("nodes")
+        out[obj["metadata"]["name"]] = NodePoolSettings(
+            go_seconds(after), int(limit) if limit is not None else None
+        )
+    return out

@@ -113,11 +113,16 @@ class ControlPlane:
     gang_scheduling: bool = True
     volcano_actions: Sequence[str] = VOLCANO_ACTIONS  # the compiled volcano-scheduler.conf's
     t0: float = 0.0  # epoch seconds of the twin's t = 0 (pod start times, preemption order)
+    # placement -> bound: the node's resources are held from the placement on (the scheduler
+    # assumes the pod in its cache), the pod is bound and starts this much later
+    bind_latency: float = 0.0
     pending: dict[str, PodRecord] = field(default_factory=dict)
     bound: dict[str, PodRecord] = field(default_factory=dict)
     terminating: dict[str, PodRecord] = field(default_factory=dict)  # deleted, still on a node
     groups: dict[str, PodGroup] = field(default_factory=dict)
     generation: int = 0  # bumps when capacity may have grown (a pod left, a node changed)
+    # pods found unschedulable by the last `schedule` pass (the node provisioner's cue)
+    blocked: list[PodRecord] = field(default_factory=list)
     _gang_signature: int | None = None
     _lowest: tuple[tuple[int, int], int] | None = None
     _gang_rows_cache: tuple[tuple, list[int]] | None = None
@@ -187,6 +192,7 @@ class ControlPlane:
         """Place what can be placed now; returns the pods bound and the preemptions made."""
         placed: list[PodRecord] = []
         preempted: list[Preemption] = []
+        self.blocked = []
         if any(r.scheduler == VOLCANO for r in self.pending.values()):
             placed.extend(self._volcano_session(now, preempted))
         # within one pass, a pod like one that found no node finds none either (placing pods
@@ -203,6 +209,7 @@ class ControlPlane:
             if shape in failed and not record.pod.nominated_node_name:
                 record.reason = failed[shape]
                 record.blocked_at = self.generation
+                self.blocked.append(record)
                 continue
             # the cheap refusal: why a pod waits is explained on demand (reason_of)
             result = self.scheduler.schedule_one(record.pod, bind=False, explain=False)
@@ -212,6 +219,7 @@ class ControlPlane:
                 continue
             record.reason = ""
             record.blocked_at = self.generation
+            self.blocked.append(record)
             failed[shape] = ""
             victims = self._preempt(record, now)
             if victims:
@@ -225,16 +233,17 @@ class ControlPlane:
 
     def _bind(self, record: PodRecord, row: int, devices: Sequence[int] | None, now: float) -> None:
         node = self.state.node_names[row]
+        at = now + self.bind_latency
         bound = replace(
             record.pod,
             node_name=node,
             phase="Running",
-            start_time=utc_text(datetime.fromtimestamp(self.t0 + now, tz=UTC)),
+            start_time=utc_text(datetime.fromtimestamp(self.t0 + at, tz=UTC)),
         )
         self.state.bind(bound, row, devices)
         record.pod = bound
         record.node = node
-        record.bound_at = now
+        record.bound_at = at
         record.reason = ""
         del self.pending[record.key]
         self.bound[record.key] = record
@@ -344,6 +353,7 @@ class ControlPlane:
         for record in waiting:
             if record.key in self.pending:
                 record.blocked_at = self.generation
+                self.blocked.append(record)
                 record.reason = "PodGroup: gang cannot be placed whole (minMember not reachable)"
         return placed
 

@@ -47,6 +47,7 @@ def metric_total(spec: HpaSpec, sample: QueueSample) -> float:
         return sample.waiting
     return sample.running + sample.waiting
 
+
 DEFAULT_UP_POLICIES = (("Percent", 100, 15), ("Pods", 4, 15))
 DEFAULT_DOWN_POLICIES = (("Percent", 100, 15),)
 DEFAULT_UP_WINDOW = 0.0

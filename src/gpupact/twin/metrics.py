@@ -86,7 +86,9 @@ class Recorder:
     pools: dict[str, dict[str, list[Any]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(list))
     )
-    pending: list[PendingSample] = field(default_factory=list)
+    pending: list[PendingSample] = field(default_factory=list)  # time to GPU (bound)
+    serving: list[PendingSample] = field(default_factory=list)  # time to serving (Ready)
+    placeholders_preempted: int = 0  # pre-warm placeholders that made room for a pod
     events: list[dict[str, Any]] = field(default_factory=list)
     preemptions: Counter[str] = field(default_factory=Counter)  # by victim class
     preemptions_by_preemptor: Counter[str] = field(default_factory=Counter)
@@ -134,9 +136,14 @@ def _class_pending(samples: Iterable[PendingSample]) -> dict[str, dict[str, Any]
 
 
 def summarize(
-    rec: Recorder, *, duration: float, slos: dict[str, float], promises: dict[str, float]
+    rec: Recorder,
+    *,
+    duration: float,
+    slos: dict[str, float],
+    promises: dict[str, tuple[float, str]],
 ) -> dict[str, Any]:
-    """The run in numbers: per class, per service, per pool, per tenant."""
+    """The run in numbers: per class, per service, per pool, per tenant. `promises`: per
+    class, (maxQueueWait in seconds, the point it is measured to: `bound` or `ready`)."""
     services = {}
     windows = {
         name: peak_window(s.get("t", []), s.get("rps", [])) for name, s in rec.services.items()
@@ -181,18 +188,21 @@ def summarize(
         tenants[u.tenant] += u.gpus * (stop - u.start) / 3600
         end = stop if end is None else max(end, stop)
     time_to_gpu = _class_pending(rec.pending)
+    time_to_serving = _class_pending(rec.serving)
     promises_kept = {}
-    for klass, limit in sorted(promises.items()):
-        stats = time_to_gpu.get(klass)
+    for klass, (limit, until) in sorted(promises.items()):
+        samples = rec.serving if until == "ready" else rec.pending
+        stats = (time_to_serving if until == "ready" else time_to_gpu).get(klass)
         if stats is None:
             continue
         p99 = stats["p99"]
         # a pod still waiting at the end breaks the promise only once it has waited too long
         overdue = sum(
-            1 for s in rec.pending if s.workload_class == klass and s.censored and s.seconds > limit
+            1 for s in samples if s.workload_class == klass and s.censored and s.seconds > limit
         )
         promises_kept[klass] = {
             "maxQueueWait": limit,
+            "until": until,
             "p99": p99,
             "overdue": overdue,
             "kept": p99 is not None and p99 <= limit and overdue == 0,
@@ -203,6 +213,7 @@ def summarize(
         "peakWindow": {"start": window[0], "end": window[1]} if window else None,
         "batchCost": batch_cost(rec, time_to_gpu),
         "timeToGpu": time_to_gpu,
+        "timeToServing": time_to_serving,
         "promises": promises_kept,
         "services": services,
         "pools": pools,
@@ -211,6 +222,7 @@ def summarize(
             "meanBusy": round(busy_all / cap_all, 4) if cap_all else 0.0,
         },
         "preemptions": dict(sorted(rec.preemptions.items())),
+        "placeholdersPreempted": rec.placeholders_preempted,
         "incompleteGangGpuHours": round(rec.incomplete_gang_gpu_s / 3600, 3),
         "quotaBlockedWorkloads": len(rec.quota_blocked),
         "gpuHoursByTenant": {k: round(v, 2) for k, v in sorted(tenants.items())},

@@ -1,5 +1,6 @@
 """Run a scenario directory: one scenario (it holds scenario.yaml) or its variants side by
-side (sub-directories holding one each, in name order)."""
+side (sub-directories holding one each, in name order); from the contract's own template
+nodes, or from a real cluster (a ClusterView: `simulate --snapshot DIR | --context CTX`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from gpupact.errors import InputError
+from gpupact.twin.cluster_run import ClusterSimulation
+from gpupact.twin.initial_state import ClusterView
 from gpupact.twin.scenario import SCENARIO_FILE, LoadedScenario, load_scenario
 from gpupact.twin.simulation import Simulation
 
@@ -42,5 +45,10 @@ def simulate(
     *,
     seed: int | None = None,
     progress: Callable[[float], None] | None = None,
+    start: ClusterView | None = None,
 ) -> dict[str, Any]:
+    """One run; `start`: the cluster the contract is applied to at t = 0 (None: the pools'
+    minimum of template nodes, nothing running)."""
+    if start is not None:
+        return ClusterSimulation(loaded, start, seed=seed).run(progress)
     return Simulation(loaded, seed=seed).run(progress)

@@ -21,6 +21,11 @@ jobs:
     duration: 40m
 faults:
   - {at: 9h, kind: device-plugin-lost, pool: gpu-inference, nodes: 1}
+bindLatency: 1s                    # placement -> bound (default: the API call SLO's bound)
+autoscaler:                        # karpenter (default) or cluster-autoscaler, upstream timing
+  provisioner: karpenter
+  batchIdleDuration: 1s
+  batchMaxDuration: 10s
 ```
 
 Times inside the scenario (`at`) are durations since `start`. Loading checks every field with
@@ -184,13 +189,51 @@ class Hpa(Model):
     metric_adapter_delay: Duration = timedelta(seconds=30)
 
 
+class Provisioner(StrEnum):
+    karpenter = "karpenter"  # what compile writes: a NodePool per elastic pool
+    cluster_autoscaler = "cluster-autoscaler"
+
+
 class Autoscaler(Model):
-    """Cluster autoscaler / Karpenter settings: how often it looks at unschedulable pods and
-    how long an empty node stays before it is removed."""
+    """Who adds nodes, and with which timing (upstream defaults).
+
+    Karpenter (the default: `gpupact compile` writes NodePools) batches unschedulable pods:
+    a window closes after `batchIdleDuration` without a new one, or `batchMaxDuration` after
+    it opened (controller settings BATCH_IDLE_DURATION 1s / BATCH_MAX_DURATION 10s,
+    https://karpenter.sh/docs/reference/settings/). An empty node leaves after its NodePool's
+    compiled `disruption.consolidateAfter`.
+
+    cluster-autoscaler looks every `scanInterval` (`--scan-interval`, 10s) at pods
+    unschedulable for at least `newPodScaleUpDelay` (`--new-pod-scale-up-delay`, 0s), skips
+    pods below `--expendable-pods-priority-cutoff` (-10) and pods waiting for a preemption;
+    an empty node leaves after `scaleDownUnneeded` (`--scale-down-unneeded-time`, 10m).
+    Sources: https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/FAQ.md
+    ("How does scale-up work?", "How can I modify Cluster Autoscaler reaction time?") and the
+    flag definitions in cluster-autoscaler/config/flags/flags.go.
+    """
 
     enabled: bool = True
+    provisioner: Provisioner = Provisioner.karpenter
     scan_interval: Duration = timedelta(seconds=10)
+    new_pod_scale_up_delay: Duration = timedelta(0)
     scale_down_unneeded: Duration = timedelta(minutes=10)
+    batch_idle_duration: Duration = timedelta(seconds=1)
+    batch_max_duration: Duration = timedelta(seconds=10)
+
+    @model_validator(mode="after")
+    def _timing(self) -> Autoscaler:
+        if self.scan_interval <= timedelta(0):
+            raise ValueError("scanInterval must be positive")
+        if self.batch_idle_duration > self.batch_max_duration:
+            raise ValueError("batchIdleDuration must not exceed batchMaxDuration")
+        return self
+
+
+# Binding a pod is one API write (POST pods/binding) after the scheduling cycle. The SIG
+# Scalability SLO bounds a single-object mutating API call at P99 <= 1s per cluster-day
+# (https://github.com/kubernetes/community/blob/master/sig-scalability/slos/api_call_latency.md);
+# the twin takes that bound as its default, a pessimistic value for a healthy control plane.
+DEFAULT_BIND_LATENCY = timedelta(seconds=1)
 
 
 class Scenario(Model):
@@ -207,6 +250,9 @@ class Scenario(Model):
     # kube-scheduler's NodeResourcesFit scoring: spread (LeastAllocated, the default) or
     # bin-pack (MostAllocated, GPUs weighted in)
     scoring: Literal["LeastAllocated", "MostAllocated"] = "LeastAllocated"
+    # from kube-scheduler's placement to the pod bound to its node (the node's resources are
+    # held from the placement on: the scheduler assumes the pod in its cache)
+    bind_latency: Duration = DEFAULT_BIND_LATENCY
     load: list[Load] = Field(default_factory=list)
     jobs: list[JobArrivals] = Field(default_factory=list)
     faults: list[Fault] = Field(default_factory=list)

@@ -9,8 +9,12 @@ serving tick) — and then the cluster reconciles, as its controllers would:
    pods are created with the flavor's node labels (Kueue's podSet injection);
 2. the control plane places pending pods (kube-scheduler semantics, DefaultPreemption with
    the contract's protection rules, Volcano sessions for gangs);
-3. pods that got a node start: a service replica serves after its image pull and model load,
-   a job pod runs for its duration.
+3. pods that got a node are bound `bindLatency` later and start: a service replica serves
+   after its image pull (skipped when the node has the image: kubelet's IfNotPresent) and model
+   load (`cachedModelLoad` when the pool caches weights on the node and the node loaded the
+   model before), a job pod runs for its duration;
+4. node provisioning follows the compiled provisioner's timing (Karpenter's batch window,
+   cluster-autoscaler's scan), and pre-warm windows run as their compiled placeholder pods.
 
 The same seed gives the same run.
 """
@@ -18,7 +22,6 @@ The same seed gives the same run.
 from __future__ import annotations
 
 import copy
-import functools
 import heapq
 import itertools
 import math
@@ -35,15 +38,22 @@ from gpupact.engine.admission import reasons as kueue_reasons
 from gpupact.engine.admission.cycle import CycleResult
 from gpupact.engine.gang import PodGroup
 from gpupact.engine.placement.scheduler import Profile, Scheduler
+from gpupact.kube.objects import Pod
 from gpupact.kube.resources_fit import DEFAULT_RESOURCES, ResourceSpec
 from gpupact.plan.serving import replica_serving
-from gpupact.twin.autoscaler import Autoscaler
+from gpupact.twin.autoscaler import (
+    EXPENDABLE_PRIORITY_CUTOFF,
+    Autoscaler,
+    Batcher,
+    node_pool_settings,
+)
 from gpupact.twin.control import ControlPlane, PodRecord, Preemption
 from gpupact.twin.cron import fire_times, zone_of
 from gpupact.twin.hpa import HpaController, metric_total
 from gpupact.twin.metric_delay import MetricPipeline, QueueSample, queue_counts
 from gpupact.twin.metrics import PendingSample, Recorder, Usage, finite, summarize
-from gpupact.twin.scenario import FaultKind, LoadedScenario
+from gpupact.twin.prewarm import PLACEHOLDER_CLASS, PrewarmRun, prewarm_jobs, prewarm_runs
+from gpupact.twin.scenario import FaultKind, LoadedScenario, Provisioner
 from gpupact.twin.serving import EngineQueue
 from gpupact.twin.world import (
     GROUP_ANNOTATION,
@@ -63,6 +73,20 @@ QUOTA_REASONS = frozenset({kueue_reasons.WAITING_FOR_QUOTA, kueue_reasons.EXCEED
 MAX_ADMISSION_CYCLES = 64  # per instant; Kueue runs cycles back to back while heads admit
 DRIVER_LABEL = "nvidia.com/cuda.driver.major"
 DEFAULT_TTFT_SLO = 2.0
+# Karpenter's pod controller re-triggers the provisioner for a pod still provisionable every
+# 10 s (kubernetes-sigs/karpenter pkg/controllers/provisioning/controller.go, PodController:
+# RequeueAfter 10s "until the pod is no longer provisionable")
+KARPENTER_POD_REQUEUE_S = 10.0
+
+
+@dataclass(frozen=True)
+class StartPhases:
+    """A service pod's start after binding: image pull, then model load (from the node's
+    cache when the pool has one and the node holds the model)."""
+
+    image_pull_s: float
+    model_load_s: float
+    cached_load_s: float | None  # None: no node cache
 
 
 @dataclass(eq=False)
@@ -71,6 +95,7 @@ class Replica:
     pods: list[str]
     created: float
     ready_at: float | None = None
+    counted: bool = False  # its time-to-serving samples are recorded
 
 
 @dataclass(eq=False)
@@ -123,15 +148,29 @@ class Simulation:
         self.autoscaler = Autoscaler(
             list(self.world.pools.values()), enabled=scenario.autoscaler.enabled
         )
+        settings = scenario.autoscaler
+        self.provisioner = settings.provisioner
+        self.batcher = Batcher(
+            settings.batch_idle_duration.total_seconds(),
+            settings.batch_max_duration.total_seconds(),
+        )
+        self.unneeded_s = self._provisioner_bounds()
+        self.bind_latency = scenario.bind_latency.total_seconds()
+        pcs = {o["metadata"]["name"]: o for o in self.world.bundle.of_kind("PriorityClass")}
+        self.prewarm = prewarm_runs(prewarm_jobs(self.world.bundle, pcs), self.start, self.duration)
         nodes = []
         for name, pool in self.autoscaler.pools.items():
-            count = self.autoscaler.minimum_nodes(name, self._prewarm(name, 0.0))
+            # a window already open at t = 0 has held its nodes since it fired
+            held = sum(r.job.pods for r in self.prewarm if r.job.pool == name and r.begin <= 0)
+            count = min(self.autoscaler.minimum_nodes(name) + held, pool.maximum)
             for _ in range(count):
                 nodes.append(pool.template.node(pool.next_index))
                 pool.next_index += 1
-        state = ClusterState.from_nodes(nodes)
+        nodes, bound, pool_of_node = self._initial_cluster(nodes)
+        state = ClusterState.from_nodes(nodes, bound)
         for row, node in enumerate(nodes):
-            self.autoscaler.pools[node.labels["nodepool"]].rows.append(row)
+            if node.name in pool_of_node:
+                self.autoscaler.pools[pool_of_node[node.name]].rows.append(row)
         self.state = state
         self.control = ControlPlane(
             state,
@@ -141,10 +180,11 @@ class Simulation:
             self.world.priorities,
             gang_scheduling=scenario.gang_scheduling,
             t0=self.t0,
+            bind_latency=self.bind_latency,
         )
         if self.world.volcano_actions is not None:
             self.control.volcano_actions = self.world.volcano_actions
-        self.pool_of_node = {n.name: n.labels["nodepool"] for n in nodes}
+        self.pool_of_node = pool_of_node
         self.services: dict[str, ServiceRun] = {}
         for name, template in self.world.services.items():
             self.services[name] = self._service_run(template)
@@ -156,13 +196,31 @@ class Simulation:
             load.service: [(p.at.total_seconds(), float(p.value)) for p in load.rps]
             for load in scenario.load
         }
+        self.phases = {name: self._start_phases(t) for name, t in self.world.services.items()}
+        # what each node holds: image -> when it is there; model -> when it is cached
+        self.node_images: dict[str, dict[str, float]] = defaultdict(dict)
+        self.node_models: dict[str, dict[str, float]] = defaultdict(dict)
+        self.pod_ready: dict[str, float] = {}  # service pod -> when it is Ready
+        self.placeholders: dict[str, list[str]] = {}  # open pre-warm Job -> its pod keys
+        self._prewarm_by_name = {r.name: r for r in self.prewarm}
+        self.placeholder_owners: set[str] = set()  # every pre-warm Job of the run
+        self._placeholder_counter = 0
+        self._seen_unschedulable: set[str] = set()  # pods that triggered Karpenter's batcher
+        self._retrigger = False
         self._degraded: set[int] = set()  # rows whose device plugin is down
         self._fault_rows: dict[int, list[int]] = {}  # fault index -> the rows it struck
         self._dirty = True
         self._schedule_sources()
+        self.control.bind_latency = 0.0  # the starting replicas were bound before t = 0
         self._reconcile()  # the services' minimum replicas run from t = 0
+        self.control.bind_latency = self.bind_latency
 
     # --- setup --------------------------------------------------------------------------
+
+    def _initial_cluster(self, template_nodes: list[Any]) -> tuple[list[Any], list[Any], dict]:
+        """The Nodes at t = 0, the Pods already bound to them, and each pool node's pool: the
+        pools' template nodes, nothing running (a ClusterSimulation starts from a cluster)."""
+        return template_nodes, [], {n.name: n.labels["nodepool"] for n in template_nodes}
 
     def _service_run(self, template: ServiceTemplate) -> ServiceRun:
         contract = self.world.contract
@@ -235,45 +293,46 @@ class Simulation:
             self._at(fault.at.total_seconds(), "fault", i)
             if fault.recover_after is not None:
                 self._at((fault.at + fault.recover_after).total_seconds(), "recover", i)
-        for windows in self._prewarm_windows.values():
-            for begin, _finish, _nodes in windows:
-                if 0 < begin < self.duration:
-                    self._at(begin, "autoscale")
+        for run in self.prewarm:
+            self._at(max(run.begin, 0.0), "prewarm_start", run)
+            if run.end < self.duration:
+                self._at(run.end, "prewarm_end", run)
         for run in self.services.values():
             self._scale_service(run, run.desired, 0.0)
 
-    def _windows(self, window: Any, end: Any) -> list[tuple[float, float]]:
-        if window.start is not None:
-            return [
-                (
-                    (window.start - self.start).total_seconds(),
-                    (window.end - self.start).total_seconds(),
-                )
-            ]
-        out = []
-        lookback = self.start - window.duration
-        zone = zone_of(self.world.contract.time_zone)
-        for moment in fire_times(window.schedule, lookback, end, zone):
-            begin = (moment - self.start).total_seconds()
-            out.append((begin, begin + window.duration.total_seconds()))
+    def _provisioner_bounds(self) -> dict[str, float]:
+        """Per pool, how long a node stays empty before it goes, and (Karpenter) how far it
+        grows: the compiled NodePool's consolidateAfter and `nodes.min` + limits.nodes (a
+        pool without a NodePool has no elastic nodes); cluster-autoscaler: its
+        scale-down-unneeded-time, the node group bounds being the contract's."""
+        settings = self.scenario.autoscaler
+        if settings.provisioner is Provisioner.cluster_autoscaler:
+            unneeded = settings.scale_down_unneeded.total_seconds()
+            return {name: unneeded for name in self.world.pools}
+        compiled = node_pool_settings(self.world.bundle.of_kind("NodePool"))
+        out = {}
+        for name, pool in self.autoscaler.pools.items():
+            node_pool = compiled.get(name)
+            if node_pool is None:
+                pool.maximum = pool.minimum
+                out[name] = math.inf
+                continue
+            if node_pool.limit_nodes is not None:
+                pool.maximum = pool.minimum + node_pool.limit_nodes
+            out[name] = node_pool.consolidate_after_s
         return out
 
-    @functools.cached_property
-    def _prewarm_windows(self) -> dict[str, list[tuple[float, float, int]]]:
-        """Per pool, every pre-warm window of the run: (begin, end, minNodes) in run seconds."""
-        end = self.start + timedelta(seconds=self.duration + 1)
-        return {
-            pool.name: [
-                (begin, finish, window.min_nodes)
-                for window in pool.pre_warm
-                for begin, finish in self._windows(window, end)
-            ]
-            for pool in self.world.contract.pools
-        }
-
-    def _prewarm(self, pool_name: str, t: float) -> int:
-        windows = self._prewarm_windows[pool_name]
-        return max((n for begin, finish, n in windows if begin <= t < finish), default=0)
+    def _start_phases(self, template: ServiceTemplate) -> StartPhases:
+        """The pull / load split of a replica's start. A service's own `coldStart` is its
+        whole start: the pool's image pull (at most that long) and the rest model load."""
+        pool = self.world.pools[template.pool]
+        pull = min(pool.image_pull_s, template.pod_start_s)
+        load = template.pod_start_s - pull
+        cold = pool.pool.cold_start
+        cached = None
+        if cold.cached_model_load is not None:
+            cached = min(cold.cached_model_load.total_seconds(), load)
+        return StartPhases(pull, load, cached)
 
     def _at(self, t: float, kind: str, data: Any = None) -> None:
         self._seq += 1
@@ -338,11 +397,14 @@ class Simulation:
                     busy_by_pod[key] = util if replica in ready else 0.0
         for name, pool in self.autoscaler.pools.items():
             per_node = pool.template.pool.gpu.per_node
-            allocated = busy = 0.0
+            allocated = busy = held = 0.0
             for row in pool.rows:
-                for b in self.state.pods_on(row):
+                for b in self._pool_bindings(row):
                     rec = self.control.bound.get(b.key)
                     if rec is None:
+                        continue
+                    if self._placeholder(rec):
+                        held += rec.gpus
                         continue
                     allocated += rec.gpus
                     busy += rec.gpus * busy_by_pod.get(b.key, 1.0)
@@ -355,7 +417,12 @@ class Simulation:
                 unavailable=sum(per_node for r in pool.rows if r in self._degraded),
                 allocated=round(allocated, 3),
                 busy=round(busy, 3),
+                placeholder=round(held, 3),
             )
+
+    def _pool_bindings(self, row: int) -> tuple[Any, ...]:
+        """The bindings on a node that _sample_pools sums (all of them here)."""
+        return self.state.pods_on(row)
 
     def _integrate_gangs(self, dt: float) -> None:
         """GPU-seconds held by gangs with fewer than minMember pods bound (43.3's waste: the
@@ -384,28 +451,75 @@ class Simulation:
                 self.metrics.event(now, "scale", name, f"HPA {run.desired} -> {desired} replicas")
                 self._scale_service(run, desired, now)
 
+    def _unschedulable(self) -> list[PodRecord]:
+        """Pods the scheduler found no node for, not waiting for a preemption (nominated)."""
+        generation = self.control.generation
+        return [
+            r
+            for r in self.control.pending.values()
+            if r.blocked_at == generation and not r.pod.nominated_node_name
+        ]
+
+    def _provision(self, pods: list[Pod], why: str) -> None:
+        for name, count in self.autoscaler.wanted(pods).items():
+            self._order_nodes(name, count, why)
+
     def _on_autoscale(self, _: Any) -> None:
+        """The periodic pass: cluster-autoscaler's scan (scale-up and scale-down), or for
+        Karpenter the disruption check (scale-up runs on its batch windows)."""
         now = self.now
         scaler = self.autoscaler
-        blocked = [
-            r.pod for r in self.control.pending.values() if r.blocked_at == self.control.generation
-        ]
-        for name, count in scaler.wanted(blocked).items():
-            self._order_nodes(name, count, "unschedulable pods")
+        if self.provisioner is Provisioner.cluster_autoscaler:
+            delay = self.scenario.autoscaler.new_pod_scale_up_delay.total_seconds()
+            pods = [
+                r.pod
+                for r in self._unschedulable()
+                if now - r.created >= delay and r.pod.priority >= EXPENDABLE_PRIORITY_CUTOFF
+            ]
+            self._provision(pods, "unschedulable pods, cluster-autoscaler scan")
         for name, pool in scaler.pools.items():
-            minimum = scaler.minimum_nodes(name, self._prewarm(name, now))
+            minimum = scaler.minimum_nodes(name)
             short = minimum - len(pool.rows) - pool.provisioning
             if short > 0:
-                self._order_nodes(name, short, "pool minimum / pre-warm")
+                self._order_nodes(name, short, "pool minimum")
             busy = {row for row in pool.rows if self.state.pods_on(row)}
-            for row in scaler.to_remove(
-                name,
-                now,
-                self.scenario.autoscaler.scale_down_unneeded.total_seconds(),
-                minimum,
-                busy,
-            ):
+            for row in scaler.to_remove(name, now, self.unneeded_s[name], minimum, busy):
                 self._remove_node(row, "scale-down: empty")
+
+    def _watch_unschedulable(self, blocked: list[PodRecord], *, again: bool = False) -> None:
+        """Karpenter's pod watch: a pod newly found unschedulable (or, `again`, any still
+        unschedulable after a node left) opens or extends the batch window."""
+        if self.provisioner is not Provisioner.karpenter or not self.autoscaler.enabled:
+            return
+        if again:
+            fresh = self._unschedulable()
+        else:  # only what this pass found: cheap when thousands of pods wait
+            generation = self.control.generation
+            fresh = [
+                r
+                for r in blocked
+                if r.key not in self._seen_unschedulable
+                and r.blocked_at == generation
+                and r.key in self.control.pending
+                and not r.pod.nominated_node_name
+            ]
+        if not fresh:
+            return
+        self._seen_unschedulable.update(r.key for r in fresh)
+        self._at(self.batcher.trigger(self.now), "batch_closed")
+
+    def _on_batch_closed(self, _: Any) -> None:
+        if not self.batcher.due(self.now):
+            return  # the window was extended: a later event closes it
+        self.batcher.close()
+        pods = [r.pod for r in self._unschedulable()]
+        self._provision(pods, "unschedulable pods, Karpenter batch")
+        if pods:  # Karpenter's pod controller requeues a provisionable pod
+            self._at(self.now + KARPENTER_POD_REQUEUE_S, "karpenter_requeue")
+
+    def _on_karpenter_requeue(self, _: Any) -> None:
+        if self.batcher.opened is None:
+            self._watch_unschedulable([], again=True)
 
     def _order_nodes(self, pool_name: str, count: int, why: str) -> None:
         pool = self.autoscaler.pools[pool_name]
@@ -443,8 +557,11 @@ class Simulation:
         pool.rows.remove(row)
         pool.empty_since.pop(row, None)
         self._degraded.discard(row)
+        self.node_images.pop(name, None)  # the node's disk goes with it
+        self.node_models.pop(name, None)
         self.control.capacity_changed()
         self._dirty = True
+        self._retrigger = True  # Karpenter re-evaluates pending pods when a node goes
         self.metrics.event(self.now, "node-removed", name, why)
 
     def _on_fault(self, index: int) -> None:
@@ -533,6 +650,49 @@ class Simulation:
                 )
         self._dirty = True
 
+    def _on_prewarm_start(self, run: PrewarmRun) -> None:
+        """A pre-warm CronJob fired (or had fired before t = 0): its Job's placeholders."""
+        self.placeholder_owners.add(run.name)
+        self.placeholders[run.name] = []
+        for _ in range(run.job.pods):
+            self._create_placeholder(run.name)
+        self.metrics.event(
+            self.now,
+            "prewarm",
+            run.name,
+            f"{run.job.pods} placeholder pod(s) hold pool {run.job.pool} "
+            f"until t={run.end:.0f}s (activeDeadlineSeconds)",
+        )
+        self._dirty = True
+
+    def _on_prewarm_end(self, run: PrewarmRun) -> None:
+        """The Job's activeDeadlineSeconds passed: the Job controller deletes its pods (grace
+        period 0: their nodes are free at once, empty ones scale down)."""
+        for key in self.placeholders.pop(run.name, []):
+            self.control.remove(key, self.now)
+        self.metrics.event(self.now, "prewarm-end", run.name, "pre-warm window over")
+        self._dirty = True
+
+    def _create_placeholder(self, owner: str) -> None:
+        run = self._prewarm_by_name[owner]
+        self._placeholder_counter += 1
+        pod = run.job.pod.make(
+            f"{owner}-{self._placeholder_counter}", created=rfc3339(self.start, self.now)
+        )
+        rec = PodRecord(
+            pod,
+            owner,
+            PLACEHOLDER_CLASS,
+            "",
+            float(self.world.pools[run.job.pool].pool.gpu.per_node),
+            self.now,
+            scheduler=pod.scheduler_name,
+            shape=("placeholder", run.job.name),
+        )
+        self.control.submit(rec)
+        self.placeholders[owner].append(pod.key)
+        self._dirty = True
+
     def _on_pod_done(self, data: tuple[str, str, int]) -> None:
         run_name, key, generation = data
         run = self.jobs.get(run_name)
@@ -591,12 +751,25 @@ class Simulation:
         run.desired = desired
         self._dirty = True
 
-    def _delete_replica(self, run: ServiceRun, replica: Replica) -> None:
+    def _delete_replica(
+        self, run: ServiceRun, replica: Replica, gone: PodRecord | None = None
+    ) -> None:
+        """Delete a replica's pods (`gone`: one already removed, lost or preempted). A replica
+        that never served counts its pods as still waiting to serve (censored)."""
         for key in replica.pods:
             rec = self.control.remove(key, self.now)
             if rec is not None:
                 self._finish_pending_sample(rec)
                 self._close_usage(rec)
+            elif gone is not None and gone.key == key:
+                rec = gone
+            if rec is not None and not replica.counted:
+                self.metrics.serving.append(
+                    PendingSample(
+                        rec.workload_class, self.now - rec.wait_start, rec.owner, censored=True
+                    )
+                )
+            self.pod_ready.pop(key, None)
         run.replicas.remove(replica)
         del self.replica_of[replica.name]
 
@@ -710,13 +883,20 @@ class Simulation:
         controllers do — a Deployment or LWS group recreates, a Job replaces the pod, a
         Volcano gang restarts whole (policy PodEvicted: RestartJob)."""
         self.control.remove(rec.key, self.now)
+        owner = rec.owner
+        if owner in self.placeholder_owners:
+            keys = self.placeholders.get(owner)
+            if keys is not None and rec.key in keys:
+                # the Job controller replaces it (podFailurePolicy ignores a disruption)
+                keys.remove(rec.key)
+                self._create_placeholder(owner)
+            return
         if rec.key not in self.control.terminating:  # else its GPUs are used until release
             self._close_usage(rec)
         self.metrics.lose(rec, self.now)
-        owner = rec.owner
         if owner in self.replica_of:
             run, replica = self.replica_of[owner]
-            self._delete_replica(run, replica)
+            self._delete_replica(run, replica, gone=rec)
             run.counter += 1
             self._create_replica(run, f"{run.template.service.name}-{run.counter}")
             return
@@ -750,15 +930,19 @@ class Simulation:
         self._dirty = False
         self._admit()
         placed, preempted = self.control.schedule(self.now)
+        blocked = list(self.control.blocked)
         for p in preempted:
             self._preempted(p)
         if preempted:
             more, again = self.control.schedule(self.now)
             placed.extend(more)
+            blocked.extend(self.control.blocked)
             for p in again:
                 self._preempted(p)
         for rec in placed:
             self._started(rec)
+        self._watch_unschedulable(blocked, again=self._retrigger)
+        self._retrigger = False
 
     def _admit(self) -> None:
         admission = self.world.admission
@@ -816,6 +1000,18 @@ class Simulation:
         )
 
     def _preempted(self, p: Preemption) -> None:
+        if self._placeholder(p.victim):  # what a placeholder is for: no workload lost
+            if p.victim.key in self.control.terminating:  # a grace period other than 0
+                self._at(p.until, "terminated", p.victim.key)
+            self.metrics.placeholders_preempted += 1
+            self.metrics.event(
+                self.now,
+                "placeholder-preempted",
+                p.victim.key,
+                f"pre-warm placeholder on {p.node} made room for {p.preemptor.key}",
+            )
+            self._lose_pod(p.victim, "preempted")
+            return
         self.metrics.preemptions[p.victim.workload_class] += 1
         self.metrics.preemptions_by_preemptor[p.preemptor.workload_class] += 1
         self.metrics.event(
@@ -838,43 +1034,101 @@ class Simulation:
         self._dirty = True
 
     def _started(self, rec: PodRecord) -> None:
-        if rec.key not in self.control.bound:  # evicted again within the same instant
-            return
+        """A pod was placed: it is bound `bindLatency` later (rec.bound_at), then starts."""
+        if rec.key not in self.control.bound or self._placeholder(rec):
+            return  # evicted again within the same instant; placeholders are not measured
+        bound_at: float = rec.bound_at  # type: ignore[assignment]
         self.metrics.pending.append(
-            PendingSample(rec.workload_class, rec.bound_at - rec.wait_start, rec.owner)
-        )  # type: ignore[operator]
+            PendingSample(rec.workload_class, bound_at - rec.wait_start, rec.owner)
+        )
         if rec.owner in self.replica_of:
             run, replica = self.replica_of[rec.owner]
+            # replicas placed at t = 0 were serving before the scenario began
+            warm = replica.created == 0.0 and self.now == 0.0
+            self.pod_ready[rec.key] = self._pod_ready_at(rec, run, warm=warm)
             if all(k in self.control.bound for k in replica.pods):
-                last = max(self.control.bound[k].bound_at for k in replica.pods)  # type: ignore[type-var]
-                # replicas placed at t = 0 were serving before the scenario began
-                warm = replica.created == 0.0 and last == 0.0
-                replica.ready_at = last if warm else last + run.template.pod_start_s
+                replica.ready_at = max(self.pod_ready[k] for k in replica.pods)
+                self._at(replica.ready_at, "replica_ready", (replica.name, replica.ready_at))
             return
         job = self.jobs.get(rec.owner)
         if job is None:
             return
+        # a job pod runs from its binding (its image pull is not modelled): Ready = bound
+        self.metrics.serving.append(
+            PendingSample(rec.workload_class, bound_at - rec.wait_start, rec.owner)
+        )
         template = job.template
         duration = job.duration
         if template.min_member > 1:
-            bound = sum(1 for k in job.pods if k in self.control.bound)
-            if job.started is None and bound >= template.min_member:
-                job.started = self.now
-                self._at(self.now + duration, "gang_done", (job.name, job.generation))
+            bound = [self.control.bound[k] for k in job.pods if k in self.control.bound]
+            if job.started is None and len(bound) >= template.min_member:
+                job.started = max(r.bound_at for r in bound)  # type: ignore[type-var]
+                self._at(job.started + duration, "gang_done", (job.name, job.generation))
         else:
-            self._at(self.now + duration, "pod_done", (job.name, rec.key, job.generation))
+            self._at(bound_at + duration, "pod_done", (job.name, rec.key, job.generation))
+
+    def _pod_ready_at(self, rec: PodRecord, run: ServiceRun, *, warm: bool) -> float:
+        """When a service pod is Ready: bound, image pulled unless the node has it (kubelet
+        with imagePullPolicy IfNotPresent; a pull still under way for another pod is waited
+        for, as kubelet serialises pulls), model loaded (from the node's cache when the pool
+        has one and the node loaded the model before)."""
+        node = rec.node or ""
+        service = run.template.service
+        model = service.model.name if service.model else service.name
+        phases = self.phases[service.name]
+        images, models = self.node_images[node], self.node_models[node]
+        image = container_image(rec.pod)
+        if warm:
+            images.setdefault(image, 0.0)
+            if phases.cached_load_s is not None:
+                models.setdefault(model, 0.0)
+            return 0.0
+        t: float = rec.bound_at  # type: ignore[assignment]
+        if image in images and pull_policy(rec.pod) != "Always":
+            t = max(t, images[image])
+        else:
+            t += phases.image_pull_s
+            images[image] = min(images.get(image, math.inf), t)
+        if phases.cached_load_s is not None and model in models:
+            t = max(t, models[model]) + phases.cached_load_s
+        else:
+            t += phases.model_load_s
+            if phases.cached_load_s is not None:
+                models[model] = min(models.get(model, math.inf), t)
+        return t
+
+    def _on_replica_ready(self, data: tuple[str, float]) -> None:
+        """A replica serves: its pods' time to serving (from their creation) is recorded."""
+        name, ready_at = data
+        entry = self.replica_of.get(name)
+        if entry is None:
+            return
+        _, replica = entry
+        if replica.ready_at != ready_at or replica.counted:
+            return
+        replica.counted = True
+        for key in replica.pods:
+            rec = self.control.bound.get(key)
+            if rec is not None:
+                self.metrics.serving.append(
+                    PendingSample(rec.workload_class, ready_at - rec.wait_start, rec.owner)
+                )
 
     def _finish_pending_sample(self, rec: PodRecord) -> None:
         """A pod removed before it got a node still waited: count it (censored)."""
-        if rec.bound_at is None:
-            self.metrics.pending.append(
-                PendingSample(
-                    rec.workload_class, self.now - rec.wait_start, rec.owner, censored=True
-                )
+        if rec.bound_at is None and not self._placeholder(rec):
+            sample = PendingSample(
+                rec.workload_class, self.now - rec.wait_start, rec.owner, censored=True
             )
+            self.metrics.pending.append(sample)
+            if rec.owner not in self.replica_of:  # a replica's are counted with the replica
+                self.metrics.serving.append(sample)
+
+    def _placeholder(self, rec: PodRecord) -> bool:
+        return rec.owner in self.placeholder_owners
 
     def _close_usage(self, rec: PodRecord) -> None:
-        if rec.bound_at is None:
+        if rec.bound_at is None or self._placeholder(rec):
             return
         self.metrics.usage.append(self._usage(rec, self.t0 + self.now))
 
@@ -908,7 +1162,9 @@ class Simulation:
     # --- results --------------------------------------------------------------------------
 
     def usage_records(self) -> list[dict[str, Any]]:
-        running = [self._usage(r, None) for r in self.control.bound.values()]
+        running = [
+            self._usage(r, None) for r in self.control.bound.values() if not self._placeholder(r)
+        ]
         return [u.as_dict() for u in [*self.metrics.usage, *running]]
 
     def pending_durations(self) -> list[tuple[str, float]]:
@@ -959,7 +1215,9 @@ class Simulation:
         waiting or running are added to copies)."""
         metrics = copy.copy(self.metrics)
         metrics.pending = list(self.metrics.pending)
+        metrics.serving = list(self.metrics.serving)
         metrics.usage = list(self.metrics.usage)
+        waiting: list[PendingSample] = []  # neither bound nor serving yet
         for run in self.jobs.values():
             if not run.done and not run.pods:  # still queued in Kueue: no pods yet
                 sample = PendingSample(
@@ -968,18 +1226,40 @@ class Simulation:
                     run.name,
                     censored=True,
                 )
-                metrics.pending.extend([sample] * run.template.pods)
+                waiting.extend([sample] * run.template.pods)
         for rec in self.control.pending.values():
-            metrics.pending.append(
-                PendingSample(
-                    rec.workload_class, self.now - rec.wait_start, rec.owner, censored=True
+            if not self._placeholder(rec):
+                waiting.append(
+                    PendingSample(
+                        rec.workload_class, self.now - rec.wait_start, rec.owner, censored=True
+                    )
                 )
-            )
+        metrics.pending.extend(waiting)
+        metrics.serving.extend(waiting)
+        for service in self.services.values():  # bound, not serving yet
+            for replica in service.replicas:
+                if replica.counted:
+                    continue
+                for key in replica.pods:
+                    rec = self.control.bound.get(key)
+                    if rec is not None:
+                        metrics.serving.append(
+                            PendingSample(
+                                rec.workload_class,
+                                self.now - rec.wait_start,
+                                rec.owner,
+                                censored=True,
+                            )
+                        )
         end = self.t0 + self.now
-        metrics.usage.extend(self._usage(rec, end) for rec in self.control.bound.values())
+        metrics.usage.extend(
+            self._usage(rec, end)
+            for rec in self.control.bound.values()
+            if not self._placeholder(rec)
+        )
         contract = self.world.contract
         promises = {
-            k.name: k.max_queue_wait.total_seconds()
+            k.name: (k.max_queue_wait.total_seconds(), k.max_queue_wait_until.value)
             for k in contract.classes
             if k.max_queue_wait is not None
         }
@@ -999,6 +1279,10 @@ class Simulation:
             "timeToGpu": [
                 {"class": s.workload_class, "seconds": round(s.seconds, 3), "censored": s.censored}
                 for s in metrics.pending
+            ],
+            "timeToServing": [
+                {"class": s.workload_class, "seconds": round(s.seconds, 3), "censored": s.censored}
+                for s in metrics.serving
             ],
             "events": self.metrics.events,
         }
@@ -1020,6 +1304,25 @@ def ttft_slo(template: ServiceTemplate) -> float | None:
     if service.ttft_slo is not None:
         return service.ttft_slo.total_seconds()
     return DEFAULT_TTFT_SLO if template.latency == "seconds" else None
+
+
+def container_image(pod: Pod) -> str:
+    containers = pod.raw.get("spec", {}).get("containers", []) if isinstance(pod.raw, dict) else []
+    return str(containers[0].get("image", "")) if containers else ""
+
+
+def pull_policy(pod: Pod) -> str:
+    """The container's imagePullPolicy, else the API default: Always for a `:latest` or
+    untagged image, IfNotPresent otherwise (a digest too)
+    (https://kubernetes.io/docs/concepts/containers/images/#imagepullpolicy-defaulting)."""
+    containers = pod.raw.get("spec", {}).get("containers", []) if isinstance(pod.raw, dict) else []
+    if containers and containers[0].get("imagePullPolicy"):
+        return str(containers[0]["imagePullPolicy"])
+    image = container_image(pod)
+    if "@" in image:
+        return "IfNotPresent"
+    tag = image.rsplit("/", 1)[-1].partition(":")[2]
+    return "Always" if tag in ("", "latest") else "IfNotPresent"
 
 
 def _rate(points: Any, t: float) -> float:

@@ -30,9 +30,10 @@ import numpy as np
 from gpupact.contract.schema import Quantization
 from gpupact.plan.batching import EngineRun, Requests, simulate
 from gpupact.plan.engine import EngineSpec
+from gpupact.plan.engine_flags import Engine
 from gpupact.plan.engine_load import engine_spec
 from gpupact.plan.gpus import GpuModel, find_gpu
-from gpupact.plan.memory import replica_memory
+from gpupact.plan.memory import EngineSettings, replica_memory
 from gpupact.plan.models import CATALOGUE as MODELS
 from gpupact.plan.models import ModelArch, find_model
 from gpupact.plan.workload import TokenStats, Workload, default_kv_dtype
@@ -96,9 +97,30 @@ def predict(point: Point) -> Prediction:
     return _latency(point)
 
 
+# vLLM V0 without chunked prefill profiles one prompt of max_model_len tokens (at least 2048)
+# and runs at most 256 sequences (vllm/config.py SchedulerConfig, V0)
+V0_MIN_BATCHED_TOKENS, V0_MAX_NUM_SEQS = 2048, 256
+
+
+def engine_settings(point: Point) -> EngineSettings:
+    """The engine flags the source states, as plan's engine settings (its defaults else)."""
+    flags = point.flags
+    engine = Engine(point.engine) if point.engine in {e.value for e in Engine} else Engine.vllm
+    fraction = flags.get("gpu_memory_utilization", flags.get("mem_fraction_static"))
+    tokens, seqs = flags.get("max_num_batched_tokens"), flags.get("max_num_seqs")
+    if engine is Engine.vllm and (point.engine_version or "").startswith("V0"):
+        if tokens is None and flags.get("max_model_len"):
+            tokens = max(V0_MIN_BATCHED_TOKENS, int(flags["max_model_len"]))
+        seqs = seqs or V0_MAX_NUM_SEQS
+    return EngineSettings(engine, fraction, seqs, tokens)
+
+
 def _memory(point: Point) -> Prediction:
     weights, kv = quantization_of(point)
-    memory = replica_memory(model_of(point), weights, kv, device_memory(point), point.tp)
+    memory = replica_memory(
+        model_of(point), weights, kv, device_memory(point), point.tp, engine_settings(point),
+        gpu_of(point).name,
+    )  # fmt: skip
     if point.category == "weights":
         return Prediction(memory.weights / point.tp / GIB)
     return Prediction(float(memory.kv_tokens))

@@ -1,0 +1,176 @@
+"""A model outside the catalogue: its architecture from a Hugging Face config.json or flags.
+
+config.json is read with the field names transformers writes (num_hidden_layers, hidden_size,
+num_attention_heads, num_key_value_heads, head_dim, intermediate_size, vocab_size,
+tie_word_embeddings, num_local_experts / num_experts / n_routed_experts, num_experts_per_tok,
+moe_intermediate_size, n_shared_experts, first_k_dense_replace, q_lora_rank, kv_lora_rank,
+qk_rope_head_dim, qk_nope_head_dim, max_position_embeddings, quantization_config). A missing
+num_key_value_heads means multi-head attention (transformers' own default), never a guess.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from gpupact.contract.schema import Quantization
+from gpupact.errors import InputError
+from gpupact.plan.models import ModelArch
+
+MAX_CONFIG_BYTES = 4 * 2**20
+
+
+def _int(data: dict[str, Any], key: str, where: str, default: int | None = None) -> int:
+    value = data.get(key, default)
+    if value is None:
+        if default is not None:
+            return default
+        raise InputError(f"{where}: {key}: missing (a positive integer is needed)")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(f"{where}: {key}: expected a non-negative integer, got {value!r}")
+    return value
+
+
+def _line_of(text: str, key: str) -> int:
+    for number, line in enumerate(text.splitlines(), 1):
+        if f'"{key}"' in line:
+            return number
+    return 1
+
+
+def _quantization(data: dict[str, Any]) -> Quantization | None:
+    q = data.get("quantization_config")
+    if not isinstance(q, dict):
+        return None
+    method = str(q.get("quant_method", "")).lower()
+    if method in ("awq", "gptq", "awq_marlin", "gptq_marlin"):
+        return Quantization.int8 if q.get("bits") == 8 else Quantization.int4
+    if method == "bitsandbytes":
+        return Quantization.nf4 if q.get("load_in_4bit") else Quantization.int8
+    if method == "fp8":
+        return Quantization.fp8_block if q.get("weight_block_size") else Quantization.fp8
+    if method == "compressed-tensors":
+        groups = q.get("config_groups") or {}
+        first = next(iter(groups.values()), {}) if isinstance(groups, dict) else {}
+        weights = first.get("weights", {}) if isinstance(first, dict) else {}
+        if weights.get("num_bits") == 4:
+            return Quantization.int4
+        if weights.get("type") == "float":
+            return (
+                Quantization.fp8_channel
+                if weights.get("strategy") == "channel"
+                else Quantization.fp8
+            )
+        return Quantization.int8
+    return None
+
+
+def read_model_config(path: str) -> tuple[ModelArch, Quantization | None]:
+    """The architecture in a config.json and the weights format its quantization_config names.
+    Bad input is an InputError naming the file, line and field."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"--model-config: {path}: not a readable regular file")
+    raw = p.read_bytes()[: MAX_CONFIG_BYTES + 1]
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise InputError(f"--model-config: {path}: larger than {MAX_CONFIG_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8-sig")
+        data = json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        line = getattr(err, "lineno", 1)
+        raise InputError(f"{path}:{line}: not JSON: {err}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}:1: expected a JSON object (a Hugging Face config.json)")
+    if isinstance(data.get("text_config"), dict):  # multimodal wrappers keep the LM inside
+        data = {**data, **data["text_config"]}
+
+    def where(key: str) -> str:
+        return f"{path}:{_line_of(text, key)}"
+
+    def get(key: str, default: int | None = None) -> int:
+        return _int(data, key, where(key), default)
+
+    layers, hidden, heads = get("num_hidden_layers"), get("hidden_size"), get("num_attention_heads")
+    if not (layers and hidden and heads):
+        raise InputError(f"{where('hidden_size')}: layers, hidden size and heads must be > 0")
+    experts = get("num_local_experts", 0) or get("num_experts", 0) or get("n_routed_experts", 0)
+    kv_lora = get("kv_lora_rank", 0)
+    head_dim = get("head_dim", 0) or hidden // heads
+    if kv_lora:
+        head_dim = get("v_head_dim", 0) or get("qk_nope_head_dim", 128)
+    arch = ModelArch(
+        name=str(data.get("_name_or_path") or p.stem),
+        repo="",
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=get("num_key_value_heads", heads) if not kv_lora else heads,
+        head_dim=head_dim,
+        vocab=get("vocab_size"),
+        intermediate=get("intermediate_size", 0) or 4 * hidden,
+        max_context=get("max_position_embeddings", 0),
+        tie_embeddings=bool(data.get("tie_word_embeddings", False)),
+        qkv_bias=bool(data.get("attention_bias", False) or data.get("model_type") == "qwen2"),
+        qk_norm=data.get("model_type") in ("qwen3", "qwen3_moe"),
+        experts=experts,
+        experts_per_token=get("num_experts_per_tok", 0) if experts else 0,
+        moe_intermediate=(get("moe_intermediate_size", 0) or get("intermediate_size", 0))
+        if experts
+        else 0,
+        shared_experts=get("n_shared_experts", 0),
+        dense_layers=get("first_k_dense_replace", 0),
+        q_lora_rank=get("q_lora_rank", 0),
+        kv_lora_rank=kv_lora,
+        qk_rope_head_dim=get("qk_rope_head_dim", 0) if kv_lora else 0,
+    )
+    if experts and not arch.experts_per_token:
+        raise InputError(f"{where('num_experts_per_tok')}: num_experts_per_tok: missing for MoE")
+    if arch.heads % max(1, arch.kv_heads):
+        raise InputError(
+            f"{where('num_key_value_heads')}: num_key_value_heads: {arch.kv_heads} does not "
+            f"divide num_attention_heads ({arch.heads})"
+        )
+    return arch, _quantization(data)
+
+
+ARCH_FLAGS = (
+    "layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "vocab", "experts",
+    "experts_per_token", "moe_intermediate", "shared_experts", "dense_layers", "q_lora_rank",
+    "kv_lora_rank", "qk_rope_head_dim",
+)  # fmt: skip
+
+
+def with_flags(arch: ModelArch, **flags: int | None) -> ModelArch:
+    """`arch` with the architecture fields the user gave by flag."""
+    given = {k: v for k, v in flags.items() if v is not None}
+    return replace(arch, **given) if given else arch
+
+
+def arch_from_flags(name: str, **flags: int | None) -> ModelArch:
+    """A model described by flags alone: layers, hidden, heads and vocab are needed; KV heads
+    default to the attention heads (multi-head attention), head_dim to hidden / heads."""
+    missing = [k for k in ("layers", "hidden", "heads", "vocab") if not flags.get(k)]
+    if missing:
+        raise InputError(
+            f"--model {name!r} is not in the catalogue: give its architecture "
+            f"(missing: {', '.join('--' + m.replace('_', '-') for m in missing)}) or "
+            f"--model-config CONFIG.json"
+        )
+    heads = int(flags["heads"] or 0)
+    hidden = int(flags["hidden"] or 0)
+    arch = ModelArch(
+        name=name,
+        repo="",
+        layers=int(flags["layers"] or 0),
+        hidden=hidden,
+        heads=heads,
+        kv_heads=heads,
+        head_dim=hidden // heads,
+        vocab=int(flags["vocab"] or 0),
+        intermediate=4 * hidden,
+        max_context=0,
+    )
+    return with_flags(arch, **{k: v for k, v in flags.items() if k not in ("layers",)})

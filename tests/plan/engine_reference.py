@@ -1,0 +1,113 @@
+"""A plain step-by-step loop of the engine's scheduler (plan/batching.py's docstring), written
+for reading, not speed: one Python list per request attribute, every step scheduled from
+scratch. tests/plan/test_engine_batching.py checks the fast engine against it."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+from gpupact.plan.batching import Requests
+from gpupact.plan.engine import EngineSpec
+
+
+def reference_run(spec: EngineSpec, requests: Requests) -> dict[str, object]:
+    n = len(requests)
+    arrival = requests.arrival.tolist()
+    prompt, out = requests.input.tolist(), requests.output.tolist()
+    bt = spec.block_tokens
+    total = spec.kv_tokens // bt
+    first, done = [math.nan] * n, [math.nan] * n
+    generated, computed, blocks = [0] * n, [0] * n, [0] * n
+    running: list[int] = []
+    waiting: deque[int] = deque()
+    free, now, nxt, finished = total, 0.0, 0, 0
+    steps = preemptions = 0
+    busy = running_area = waiting_area = 0.0
+
+    def need(i: int, take: int) -> int:
+        return -(-(computed[i] + take) // bt) - blocks[i]
+
+    def preempt_newest() -> None:
+        nonlocal free, preemptions
+        victim = running.pop()
+        free += blocks[victim]
+        blocks[victim] = computed[victim] = 0
+        waiting.appendleft(victim)
+        preemptions += 1
+
+    while finished < n:
+        while nxt < n and arrival[nxt] <= now:
+            if prompt[nxt] + out[nxt] > total * bt:
+                finished += 1  # refused: longer than the whole cache
+            else:
+                waiting.append(nxt)
+            nxt += 1
+        if not running and not waiting:
+            if nxt >= n:
+                break
+            now = arrival[nxt]
+            continue
+        budget = spec.max_num_batched_tokens
+        chosen: list[tuple[int, int]] = []
+        preempted = False
+        pos = 0
+        while pos < len(running) and budget > 0:
+            i = running[pos]
+            take = min(prompt[i] + generated[i] - computed[i], budget)
+            while need(i, take) > free and running[-1] != i:
+                preempt_newest()
+                preempted = True
+            if need(i, take) > free:
+                preempt_newest()
+                preempted = True
+                break
+            free -= need(i, take)
+            blocks[i] += need(i, take)
+            budget -= take
+            chosen.append((i, take))
+            pos += 1
+        while not preempted and waiting and budget > 0 and len(running) < spec.max_num_seqs:
+            i = waiting[0]
+            take = min(prompt[i] + generated[i] - computed[i], budget)
+            if need(i, take) > free:
+                break
+            waiting.popleft()
+            free -= need(i, take)
+            blocks[i] += need(i, take)
+            budget -= take
+            running.append(i)
+            chosen.append((i, take))
+        if not chosen:
+            continue
+        tokens = sum(take for _, take in chosen)
+        pairs = sum(take * computed[i] + take * (take + 1) // 2 for i, take in chosen)
+        kv = sum(computed[i] for i, _ in chosen)
+        seconds = spec.step_s(tokens, float(pairs), float(kv))
+        running_area += len(running) * seconds
+        waiting_area += len(waiting) * seconds
+        busy += seconds
+        steps += 1
+        now += seconds
+        for i, take in chosen:
+            computed[i] += take
+            if computed[i] == prompt[i] + generated[i]:
+                generated[i] += 1
+                if generated[i] == 1:
+                    first[i] = now
+                if generated[i] >= out[i]:
+                    done[i] = now
+                    running.remove(i)
+                    free += blocks[i]
+                    blocks[i] = 0
+                    finished += 1
+    return {
+        "first": first,
+        "done": done,
+        "steps": steps,
+        "preemptions": preemptions,
+        "end": now,
+        "busy": busy,
+        "running_area": running_area,
+        "waiting_area": waiting_area,
+    }

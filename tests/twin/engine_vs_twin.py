@@ -1,0 +1,139 @@
+"""The twin's serving aggregation against the per-iteration engine, on one arrival process.
+
+The per-iteration side: a non-homogeneous Poisson process (rate r(t), piecewise linear as the
+twin's load profiles, thinned from its maximum, seeded), prompt and completion lengths drawn
+from the profile, run through one replica's step-level engine (`plan.batching.simulate`). The
+twin side: `twin.serving.EngineQueue` stepped every TICK_S seconds at r(t) with one replica,
+as `twin.simulation` steps it. Both are read per window of requests by arrival time."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpupact.plan.batching import Requests, simulate
+from gpupact.plan.engine import EngineSpec
+from gpupact.plan.engine_load import latency_curve, token_lengths
+from gpupact.plan.workload import TokenStats
+from gpupact.twin.serving import EngineQueue
+
+TICK_S = 10.0  # the twin's default tick (scenario `step`)
+
+
+@dataclass(frozen=True)
+class Profile:
+    spec: EngineSpec
+    input: TokenStats
+    output: TokenStats
+    context: int
+
+
+def rate_at(points: list[tuple[float, float]], t: float) -> float:
+    """Piecewise-linear rate through (seconds, requests/s) points, flat outside them."""
+    times = [p[0] for p in points]
+    return float(np.interp(t, times, [p[1] for p in points]))
+
+
+def arrivals(points: list[tuple[float, float]], horizon: float, seed: int) -> np.ndarray:
+    """Poisson arrivals of rate r(t) on [0, horizon): thinning a process of the top rate."""
+    rng = np.random.default_rng(seed)
+    top = max(v for _, v in points)
+    n = rng.poisson(top * horizon)
+    t = np.sort(rng.uniform(0.0, horizon, n))
+    rates = np.interp(t, [p[0] for p in points], [p[1] for p in points])
+    return t[rng.uniform(0.0, top, n) < rates]
+
+
+def engine_ttft(profile: Profile, at: np.ndarray, seed: int) -> np.ndarray:
+    """TTFT of each arrival through the per-iteration engine."""
+    rng = np.random.default_rng(seed + 1)
+    n = len(at)
+    prompts = token_lengths(profile.input, n, rng, profile.context - 1)
+    completions = token_lengths(profile.output, n, rng, profile.context)
+    completions = np.maximum(1, np.minimum(completions, profile.context - prompts))
+    run = simulate(profile.spec, Requests(at, prompts, completions))
+    return run.ttft
+
+
+@dataclass(frozen=True)
+class Windows:
+    start: np.ndarray  # window start, seconds
+    p50: np.ndarray
+    p99: np.ndarray
+
+
+def engine_windows(at: np.ndarray, ttft: np.ndarray, horizon: float, width: float) -> Windows:
+    starts = np.arange(0.0, horizon, width)
+    p50, p99 = [], []
+    for s in starts:
+        sel = ttft[(at >= s) & (at < s + width)]
+        sel = sel[~np.isnan(sel)]
+        p50.append(np.quantile(sel, 0.5) if len(sel) else math.nan)
+        p99.append(np.quantile(sel, 0.99) if len(sel) else math.nan)
+    return Windows(starts, np.array(p50), np.array(p99))
+
+
+def twin_ticks(
+    profile: Profile, points: list[tuple[float, float]], horizon: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(tick start, TTFT P50, TTFT P99) of the twin's queue stepped as the simulation does."""
+    curve = latency_curve(profile.spec, profile.input, profile.output, profile.context)
+    queue = EngineQueue(curve)
+    starts = np.arange(0.0, horizon, TICK_S)
+    p50, p99 = [], []
+    for t in starts:
+        tick = queue.step(rate_at(points, t), 1, TICK_S)
+        p50.append(tick.ttft_p50_s)
+        p99.append(tick.ttft_p99_s)
+    return starts, np.array(p50), np.array(p99)
+
+
+def twin_windows(
+    profile: Profile, points: list[tuple[float, float]], horizon: float, width: float
+) -> Windows:
+    """Per window: the twin's P99 is its worst tick's, its P50 the median tick's."""
+    _, p50, p99 = twin_ticks(profile, points, horizon)
+    ws = np.arange(0.0, horizon, width)
+    per = round(width / TICK_S)
+    return Windows(
+        ws,
+        np.array([np.median(p50[i * per : (i + 1) * per]) for i in range(len(ws))]),
+        np.array([np.max(p99[i * per : (i + 1) * per]) for i in range(len(ws))]),
+    )
+
+
+def over_slo_s(p99: np.ndarray, slo: float, width: float) -> float:
+    """Seconds of windows whose TTFT P99 is over the SLO (a window without requests is not)."""
+    return float(np.sum(np.nan_to_num(p99, nan=0.0) > slo) * width)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    engine: Windows  # per minute
+    twin: Windows
+    engine_ticks: Windows  # per tick, for time over SLO
+    twin_ticks: Windows
+    engine_ttft: np.ndarray  # every request's, by arrival
+    arrival: np.ndarray
+
+
+def compare(
+    profile: Profile,
+    points: list[tuple[float, float]],
+    horizon: float,
+    seed: int,
+    width: float = 60.0,
+) -> Comparison:
+    at = arrivals(points, horizon, seed)
+    ttft = engine_ttft(profile, at, seed)
+    starts, p50, p99 = twin_ticks(profile, points, horizon)
+    return Comparison(
+        engine=engine_windows(at, ttft, horizon, width),
+        twin=twin_windows(profile, points, horizon, width),
+        engine_ticks=engine_windows(at, ttft, horizon, TICK_S),
+        twin_ticks=Windows(starts, p50, p99),
+        engine_ttft=ttft,
+        arrival=at,
+    )
