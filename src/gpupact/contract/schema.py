@@ -364,6 +364,10 @@ class Window(Model):
             raise ValueError("a recurring window needs both schedule and duration")
         if fixed and self.end <= self.start:  # type: ignore[operator]
             raise ValueError("end must be after start")
+        # compiled as a Job's activeDeadlineSeconds, whole seconds: 0 would end it at once
+        length = self.duration if recurring else self.end - self.start  # type: ignore[operator]
+        if length < timedelta(seconds=1):  # type: ignore[operator]
+            raise ValueError("a window lasts at least 1s")
         return self
 
 

@@ -214,7 +214,7 @@ class Autoscaler(Model):
 
     enabled: bool = True
     provisioner: Provisioner = Provisioner.karpenter
-    scan_interval: Duration = timedelta(seconds=10)
+    scan_interval: Period = timedelta(seconds=10)
     new_pod_scale_up_delay: Duration = timedelta(0)
     scale_down_unneeded: Duration = timedelta(minutes=10)
     batch_idle_duration: Duration = timedelta(seconds=1)
