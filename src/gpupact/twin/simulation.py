@@ -1046,7 +1046,9 @@ class Simulation:
             # replicas placed at t = 0 were serving before the scenario began
             warm = replica.created == 0.0 and self.now == 0.0
             self.pod_ready[rec.key] = self._pod_ready_at(rec, run, warm=warm)
-            if all(k in self.control.bound for k in replica.pods):
+            # the last of the replica's pods to start makes it Ready (a gang binds its pods
+            # in one pass, but each starts here in turn)
+            if all(k in self.control.bound and k in self.pod_ready for k in replica.pods):
                 replica.ready_at = max(self.pod_ready[k] for k in replica.pods)
                 self._at(replica.ready_at, "replica_ready", (replica.name, replica.ready_at))
             return
