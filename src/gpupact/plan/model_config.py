@@ -118,6 +118,10 @@ def read_model_config(path: str) -> tuple[ModelArch, Quantization | None]:
     data = docs[0].data if len(docs) == 1 else None
     if not isinstance(data, dict):
         raise InputError(f"{path}:1: expected a JSON object (a Hugging Face config.json)")
+    odd = next((key for key in data if not isinstance(key, str)), None)
+    if odd is not None:  # YAML can write one; no config.json has it
+        line, column = docs[0].locate([odd]) or (1, 1)
+        raise InputError(f"{path}:{line}:{column}: {odd!r}: expected string keys")
     if isinstance(data.get("text_config"), dict):  # multimodal wrappers keep the LM inside
         data = {**data, **data["text_config"]}
 
