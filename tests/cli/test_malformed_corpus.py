@@ -341,6 +341,18 @@ _WINDOW = ("pools", 3, "preWarm", 1)
 _CLASS = ("classes", 0)
 _ARCH = ("services", 0, "model", "architecture")
 _AUTOSCALER = ("autoscaler",)
+_POD_SPEC = yaml.safe_load(POD.read_text())["spec"]
+_PORTS = ("spec", "containers", 0, "ports")
+_SPREAD = {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+
+
+def _ported(host_port: int) -> dict:
+    """The pod's container with one port, 80 in the container, `host_port` on the node."""
+    container = copy.deepcopy(_POD_SPEC["containers"][0])
+    container["ports"] = [{"containerPort": 80, "hostPort": host_port}]
+    return container
+
+
 # name: (target, what the file gets, the field path the line names, more fragments)
 VALUE_CASES: dict[str, tuple[str, Callable[[Target], str], str, tuple[str, ...]]] = {
     "time-zone-folder": ("check", _with(("timeZone",), "America"), "timeZone", ("unknown",)),
@@ -500,6 +512,50 @@ VALUE_CASES: dict[str, tuple[str, Callable[[Target], str], str, tuple[str, ...]]
         "plan-model-config",
         _with(("num_hidden_layers",), 2**31),
         "num_hidden_layers",
+        (),
+    ),
+    "pod-container-port-zero": (
+        "fit-pod",
+        _with(_PORTS, [{"containerPort": 0}]),
+        "spec.containers[0].ports[0].containerPort",
+        ("Required value",),
+    ),
+    "pod-host-port-past-range": (
+        "fit-pod",
+        _with(_PORTS, [{"containerPort": 80, "hostPort": 70000}]),
+        "spec.containers[0].ports[0].hostPort",
+        ("between 1 and 65535",),
+    ),
+    "pod-port-protocol": (
+        "fit-pod",
+        _with(_PORTS, [{"containerPort": 80, "protocol": "HTTP"}]),
+        "spec.containers[0].ports[0].protocol",
+        ("Unsupported value",),
+    ),
+    "pod-host-port-twice": (
+        "fit-pod",
+        _with(
+            _PORTS, [{"containerPort": 80, "hostPort": 80}, {"containerPort": 81, "hostPort": 80}]
+        ),
+        "spec.containers[0].ports[1].hostPort",
+        ("Duplicate value",),
+    ),
+    "pod-host-network-port": (
+        "fit-pod",
+        _with(("spec",), {**_POD_SPEC, "hostNetwork": True, "containers": [_ported(8080)]}),
+        "spec.containers[0].ports[0].hostPort",
+        ("hostNetwork",),
+    ),
+    "pod-toleration-operator": (
+        "fit-pod",
+        _with(("spec", "tolerations", 0, "operator"), "In"),
+        "spec.tolerations[0].operator",
+        (),
+    ),
+    "pod-spread-skew-zero": (
+        "fit-pod",
+        _with(("spec", "topologySpreadConstraints"), [_SPREAD]),
+        "spec.topologySpreadConstraints[0].maxSkew",
         (),
     ),
     "config-experts-per-token": (
