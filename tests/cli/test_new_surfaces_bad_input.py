@@ -6,6 +6,7 @@ shapes at every file; these are the values only one field can get wrong.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -20,6 +21,8 @@ from gpupact.cli.main import _register, app
 ROOT = Path(__file__).resolve().parents[2]
 CONTRACT = ROOT / "examples/acme/contract.yaml"
 SCENARIO = ROOT / "examples/promo-peak/single-pool"
+POD = ROOT / "examples/fit/pod.yaml"
+NODES = ROOT / "examples/fit/cluster.json"
 NOW = "2026-06-01T00:00:00Z"
 
 _register()
@@ -151,3 +154,306 @@ def test_a_contract_that_is_a_directory_is_named(tmp_path: Path) -> None:
     code, _, stderr = simulate(home)
     assert code == 2 and "not found" not in stderr, stderr
     assert "contract.yaml" in stderr and len(stderr.strip().splitlines()) == 1, stderr
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("autoscaler.scanInterval", "1ms"), ("autoscaler.scanInterval", "0s")],
+)
+def test_an_autoscaler_scan_under_a_second_is_refused(
+    tmp_path: Path, field: str, value: str
+) -> None:
+    """Scans are queued whatever the provisioner: 1ms is a month of 2.7 billion events."""
+    home = _scenario_with(tmp_path, **{field: value})
+    line = assert_located(simulate(home), home / "scenario.yaml", field)
+    assert "at least 1s" in line or "positive" in line
+
+
+@pytest.mark.parametrize(
+    ("window", "fragment"),
+    [
+        ({"schedule": "0 18 28 * *", "duration": "0s", "minNodes": 1}, "at least 1s"),
+        ({"schedule": "0 18 28 * *", "duration": "999ms", "minNodes": 1}, "at least 1s"),
+        (
+            {"start": "2026-11-10T00:00:00Z", "end": "2026-11-10T00:00:00.5Z", "minNodes": 1},
+            "at least 1s",
+        ),
+    ],
+)
+def test_a_window_shorter_than_a_second_is_refused(
+    tmp_path: Path, window: dict, fragment: str
+) -> None:
+    """Compiled as a Job's activeDeadlineSeconds: 0 would end the pre-warm Job at once."""
+    data = yaml.safe_load(CONTRACT.read_text())
+    data["pools"][3]["preWarm"] = [window]
+    path = tmp_path / "contract.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert_located(run("compile", path, "--now", NOW, "-o", "yaml"), path, "pools[3].preWarm[0]")
+
+
+# --- gpupact plan: flags and --model-config -----------------------------------------------
+
+PLAN = ("plan", "--gpu", "h100-80gb", "--concurrency", "4")
+LLAMA = {
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "max_position_embeddings": 131072,
+}
+
+
+def assert_one_line(result: tuple[int, str, str], *fragments: str) -> str:
+    code, _, stderr = result
+    lines = stderr.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), (code, stderr)
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragments"),
+    [
+        (["--gpu-memory-utilization", "nan"], ["--gpu-memory-utilization", "(0, 1]"]),
+        (["--gpu-memory-utilization", "0"], ["--gpu-memory-utilization"]),
+        (["--gpu-memory-utilization", "1.01"], ["--gpu-memory-utilization"]),
+        (["--gpu-memory-utilization", "-inf"], ["--gpu-memory-utilization"]),
+        (["--max-num-seqs", "0"], ["--max-num-seqs"]),
+        (["--max-num-batched-tokens", "0"], ["--max-num-batched-tokens"]),
+        # vLLM's SchedulerConfig refuses a token budget below max_num_seqs: it never starts
+        (["--max-num-batched-tokens", "100"], ["--max-num-batched-tokens", "1024", "vLLM"]),
+        (
+            ["--max-num-seqs", "300", "--max-num-batched-tokens", "299"],
+            ["--max-num-batched-tokens", "299", "300"],
+        ),
+        (["--gpu-memory", "nan"], ["--gpu-memory"]),
+        (["--gpu-memory", "-80Gi"], ["--gpu-memory"]),
+        (["--quantization", "awq4"], ["--quantization", "awq4"]),
+        (["--kv-cache-dtype", "fp3"], ["--kv-cache-dtype"]),
+        (["--engine", "tgi"], ["--engine"]),
+    ],
+)
+def test_plan_flags_out_of_range(flags: list[str], fragments: list[str]) -> None:
+    assert_one_line(run(*PLAN, "--model", "llama-3.1-8b", *flags), *fragments)
+
+
+def test_an_unknown_model_lists_close_names() -> None:
+    line = assert_one_line(run(*PLAN, "--model", "lama-3.1-8b"), "--model", "lama-3.1-8b")
+    assert "llama-3.1-8b" in line.split("closest", 1)[-1]
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [
+        (["--heads", "8192"], "--heads"),  # hidden 4096 / 8192 heads: a head 0 wide
+        (["--kv-heads", "3"], "--kv-heads"),  # 3 KV heads cannot serve 32 heads evenly
+        (["--experts", "8", "--experts-per-token", "9"], "--experts-per-token"),
+    ],
+)
+def test_an_architecture_no_model_has_is_refused(flags: list[str], fragment: str) -> None:
+    shape = ["--layers", "32", "--hidden", "4096", "--heads", "32", "--vocab", "32000"]
+    assert_one_line(run(*PLAN, "--model", "in-house-7b", *shape, *flags), fragment)
+
+
+def _config(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "fragment"),
+    [
+        (json.dumps({**LLAMA, "num_key_value_heads": 0}), "num_key_value_heads", "KV head"),
+        (json.dumps({**LLAMA, "num_attention_heads": 8192}), "num_attention_heads", "width"),
+        (json.dumps({**LLAMA, "vocab_size": 0}), "vocab_size", ""),
+        (json.dumps({**LLAMA, "num_hidden_layers": 10**400}), "num_hidden_layers", "2147483647"),
+        (json.dumps(LLAMA).replace("4096", "9" * 5000), "hidden_size", "digits"),
+        (json.dumps(LLAMA).replace("131072", "NaN"), "max_position_embeddings", "NaN"),
+        (json.dumps(LLAMA).replace("131072", "1e400"), "max_position_embeddings", ""),
+        (json.dumps({**LLAMA, "hidden_size": "4096"}), "hidden_size", "integer"),
+        (json.dumps({k: v for k, v in LLAMA.items() if k != "vocab_size"}), "vocab_size", ""),
+        (
+            json.dumps({**LLAMA, "num_local_experts": 8, "num_experts_per_tok": 9}),
+            "num_experts_per_tok",
+            "",
+        ),
+        ('{"a":' * 100_000 + "1" + "}" * 100_000, "", "nested"),
+        ("[1, 2]", "", "JSON object"),
+    ],
+)
+def test_a_bad_model_config_is_located(
+    tmp_path: Path, text: str, field: str, fragment: str
+) -> None:
+    path = _config(tmp_path, text)
+    line = assert_one_line(run(*PLAN, "--model-config", path), fragment)
+    assert line.startswith(f"error: {path}:") and field in line, line
+
+
+@pytest.mark.parametrize("weights", [None, ["int4"], "w4a16"])
+def test_a_compressed_tensors_config_of_another_shape_is_no_crash(
+    tmp_path: Path, weights: Any
+) -> None:
+    """`config_groups.*.weights` not a mapping was an AttributeError."""
+    quant = {"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": weights}}}
+    path = _config(tmp_path, json.dumps({**LLAMA, "quantization_config": quant}))
+    code, _, stderr = run(*PLAN, "--model-config", path)
+    assert code in (0, 1), stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "device"])
+def test_a_model_config_that_is_no_file(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "config.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        path = Path("/dev/zero")
+        if not path.exists():
+            pytest.skip("no /dev/zero")
+    assert_one_line(run(*PLAN, "--model-config", path), str(path))
+
+
+# --- simulate --snapshot / --context --------------------------------------------------------
+
+SNAPSHOT = ROOT / "tests/ops/fixtures/healthy"
+
+
+def _acme_scenario(tmp_path: Path) -> Path:
+    home = tmp_path / "acme"
+    home.mkdir()
+    shutil.copy(CONTRACT, home / "contract.yaml")
+    scenario = {
+        "apiVersion": "gpupact.io/v1alpha1",
+        "kind": "Scenario",
+        "metadata": {"name": "acme"},
+        "start": "2026-11-11T08:00:00+08:00",
+        "duration": "10m",
+        "jobs": [{"contract": True}],
+    }
+    (home / "scenario.yaml").write_text(json.dumps(scenario))
+    return home
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dangling-link", "device"])
+def test_a_snapshot_file_that_cannot_be_read_is_refused(tmp_path: Path, kind: str) -> None:
+    """Skipped before: the run started from the cluster without its pods."""
+    snap = tmp_path / "snap"
+    shutil.copytree(SNAPSHOT, snap)
+    pods = snap / "pods.json"
+    pods.unlink()
+    if kind == "fifo":
+        os.mkfifo(pods)
+    elif kind == "dangling-link":
+        pods.symlink_to(tmp_path / "gone.json")
+    else:
+        if not Path("/dev/zero").exists():
+            pytest.skip("no /dev/zero")
+        pods.symlink_to("/dev/zero")
+    line = assert_one_line(simulate_from(tmp_path, "--snapshot", snap), str(pods))
+    assert "regular file" in line or "no such file" in line
+
+
+def simulate_from(tmp_path: Path, *args: str | Path) -> tuple[int, str, str]:
+    return run("simulate", _acme_scenario(tmp_path), *args, "--report", "-", "-o", "json")
+
+
+def test_now_before_the_snapshot_is_refused(tmp_path: Path) -> None:
+    """A moment before the pods started would give them negative ages."""
+    line = assert_one_line(
+        simulate_from(tmp_path, "--snapshot", SNAPSHOT, "--now", "2020-01-01T00:00:00Z"),
+        "--now",
+        "2020-01-01T00:00:00Z",
+    )
+    assert "2026-11-10" in line  # the snapshot's latest time, named
+
+
+def test_a_context_the_kubeconfig_lacks_is_named(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "dev", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "dev",
+            }
+        )
+    )
+    line = assert_one_line(
+        simulate_from(tmp_path, "--kubeconfig", kubeconfig, "--context", "prod"), "--context"
+    )
+    assert '"prod" does not exist' in line and "dev" in line
+
+
+def test_a_context_without_any_kubeconfig_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    assert_one_line(simulate_from(tmp_path, "--context", "prod"), "--context prod", "kubeconfig")
+
+
+def test_a_kubeconfig_that_is_a_device_is_not_missing(tmp_path: Path) -> None:
+    if not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero")
+    line = assert_one_line(simulate_from(tmp_path, "--kubeconfig", "/dev/zero"), "/dev/zero")
+    assert "regular file" in line
+
+
+# --- fit -f: ports the API server refuses --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ports", "host_network", "field", "fragment"),
+    [
+        ([{"containerPort": 0}], False, "ports[0].containerPort", "Required value"),
+        ([{"containerPort": 65536}], False, "ports[0].containerPort", "1 and 65535"),
+        ([{"containerPort": 80, "hostPort": -1}], False, "ports[0].hostPort", "1 and 65535"),
+        ([{"containerPort": 80, "protocol": "tcp"}], False, "ports[0].protocol", "Unsupported"),
+        (
+            [{"containerPort": 80, "hostPort": 80}, {"containerPort": 81, "hostPort": 80}],
+            False,
+            "ports[1].hostPort",
+            "Duplicate value",
+        ),
+        ([{"containerPort": 80, "hostPort": 81}], True, "ports[0].hostPort", "hostNetwork"),
+    ],
+)
+def test_fit_refuses_ports_the_api_server_refuses(
+    tmp_path: Path, ports: list, host_network: bool, field: str, fragment: str
+) -> None:
+    pod = yaml.safe_load(POD.read_text())
+    pod["spec"]["containers"][0]["ports"] = ports
+    if host_network:
+        pod["spec"]["hostNetwork"] = True
+    path = tmp_path / "pod.yaml"
+    path.write_text(yaml.safe_dump(pod, sort_keys=False))
+    line = assert_one_line(run("fit", "-f", path, "--nodes", NODES), f"spec.containers[0].{field}")
+    assert line.startswith(f"error: {path}:") and fragment in line, line
+
+
+@pytest.mark.parametrize(
+    "ports",
+    [
+        [
+            {"containerPort": 80, "hostPort": 80},
+            {"containerPort": 80, "hostPort": 80, "protocol": "UDP"},
+        ],
+        [{"containerPort": 8080, "name": "http"}],
+    ],
+)
+def test_fit_takes_ports_the_api_server_takes(tmp_path: Path, ports: list) -> None:
+    pod = yaml.safe_load(POD.read_text())
+    pod["spec"]["containers"][0]["ports"] = ports
+    path = tmp_path / "pod.yaml"
+    path.write_text(yaml.safe_dump(pod, sort_keys=False))
+    code, _, stderr = run("fit", "-f", path, "--nodes", NODES)
+    assert code in (0, 1), stderr
