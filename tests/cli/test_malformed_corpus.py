@@ -514,6 +514,12 @@ VALUE_CASES: dict[str, tuple[str, Callable[[Target], str], str, tuple[str, ...]]
         "num_hidden_layers",
         (),
     ),
+    "ttft-slo-zero": (
+        "check",
+        _with(("services", 0, "ttftSlo"), "0s"),
+        "services[0].ttftSlo",
+        ("longer than 0s",),
+    ),
     "pod-container-port-zero": (
         "fit-pod",
         _with(_PORTS, [{"containerPort": 0}]),

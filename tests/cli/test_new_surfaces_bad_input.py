@@ -235,6 +235,7 @@ def assert_one_line(result: tuple[int, str, str], *fragments: str) -> str:
         (["--quantization", "awq4"], ["--quantization", "awq4"]),
         (["--kv-cache-dtype", "fp3"], ["--kv-cache-dtype"]),
         (["--engine", "tgi"], ["--engine"]),
+        (["--ttft-slo", "0s"], ["--ttft-slo", "longer than 0s"]),  # a ZeroDivisionError before
     ],
 )
 def test_plan_flags_out_of_range(flags: list[str], fragments: list[str]) -> None:
@@ -457,3 +458,13 @@ def test_fit_takes_ports_the_api_server_takes(tmp_path: Path, ports: list) -> No
     path.write_text(yaml.safe_dump(pod, sort_keys=False))
     code, _, stderr = run("fit", "-f", path, "--nodes", NODES)
     assert code in (0, 1), stderr
+
+
+def test_a_contract_ttft_slo_of_zero_is_located(tmp_path: Path) -> None:
+    """`plan -f` divided by it (ZeroDivisionError); check and compile took it."""
+    data = yaml.safe_load(CONTRACT.read_text())
+    data["services"][0]["ttftSlo"] = "0s"
+    path = tmp_path / "contract.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    for command in (["plan", "-f", path], ["check", path, "--now", NOW]):
+        assert_located(run(*command), path, "services[0].ttftSlo", "longer than 0s")

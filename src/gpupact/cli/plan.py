@@ -146,6 +146,8 @@ def plan_command(
     """Plan capacity: weights and KV cache, tensor parallelism, TTFT/TPOT, replicas, GPUs,
     nodes and the pre-warm lead time of a peak."""
     slo = _seconds(ttft_slo, "--ttft-slo") if ttft_slo is not None else None
+    if slo is not None and slo <= 0:  # a promise of no time at all: nothing can keep it
+        raise InputError(f"--ttft-slo: must be longer than 0s, got {ttft_slo!r}")
     if file or file_option:
         given = [
             name

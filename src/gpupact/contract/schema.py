@@ -344,6 +344,15 @@ class ColdStart(Model):
         return self.provision + self.driver + self.device_plugin + self.image_pull + self.model_load
 
 
+def _longer_than_zero(value: timedelta) -> timedelta:
+    if value <= timedelta(0):
+        raise ValueError("must be longer than 0s: no request is served in no time")
+    return value
+
+
+SloDuration = Annotated[Duration, AfterValidator(_longer_than_zero)]
+
+
 class Window(Model):
     """A time window: fixed (`start` + `end`) or recurring (`schedule` cron + `duration`)."""
 
@@ -718,7 +727,7 @@ class Service(Model):
     gpu: GpuRequirement = GpuRequirement()
     model: ModelSpec | None = None
     concurrency: Positive | None = None
-    ttft_slo: Duration | None = None  # time-to-first-token objective (P99)
+    ttft_slo: SloDuration | None = None  # time-to-first-token objective (P99)
     context_length: Positive | None = None
     tokens: TokenProfile | None = None
     run_window: Window | None = None  # None: always on
