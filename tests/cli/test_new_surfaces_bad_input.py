@@ -468,3 +468,17 @@ def test_a_contract_ttft_slo_of_zero_is_located(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     for command in (["plan", "-f", path], ["check", path, "--now", NOW]):
         assert_located(run(*command), path, "services[0].ttftSlo", "longer than 0s")
+
+
+def test_a_node_with_a_null_spec_starts_as_an_empty_spec(tmp_path: Path) -> None:
+    """`spec: null` decodes as an empty spec upstream; patching the contract's taints onto it
+    was a TypeError."""
+    snap = tmp_path / "snap"
+    shutil.copytree(SNAPSHOT, snap)
+    nodes = json.loads((snap / "nodes.json").read_text())
+    for node in nodes["items"]:
+        node["spec"] = None
+    (snap / "nodes.json").write_text(json.dumps(nodes))
+    code, stdout, stderr = simulate_from(tmp_path, "--snapshot", snap)
+    assert code == 0, stderr
+    assert json.loads(stdout)[0]["startingState"]["nodes"]["total"] == len(nodes["items"])
