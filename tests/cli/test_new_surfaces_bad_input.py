@@ -482,3 +482,30 @@ def test_a_node_with_a_null_spec_starts_as_an_empty_spec(tmp_path: Path) -> None
     code, stdout, stderr = simulate_from(tmp_path, "--snapshot", snap)
     assert code == 0, stderr
     assert json.loads(stdout)[0]["startingState"]["nodes"]["total"] == len(nodes["items"])
+
+
+@pytest.mark.parametrize(
+    ("model", "fragment"),
+    [
+        # the catalogue's 32 heads with 3 KV heads from the contract
+        ({"name": "llama-3.1-8b", "params": "8B", "architecture": {"kvHeads": 3}}, "kvHeads"),
+        (
+            {
+                "name": "in-house",
+                "params": "8B",
+                "architecture": {"layers": 32, "hidden": 4096, "heads": 8192, "vocab": 1000},
+            },
+            "heads",
+        ),
+    ],
+)
+def test_a_contract_architecture_no_model_has(tmp_path: Path, model: dict, fragment: str) -> None:
+    """Planned before (a KV cache of nothing, heads shared unevenly); now check locates it and
+    plan refuses it."""
+    data = yaml.safe_load(CONTRACT.read_text())
+    data["services"][0]["model"] = model
+    path = tmp_path / "contract.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    code, stdout, _ = run("check", path, "--now", NOW)
+    assert code == 1 and f"{path}:" in stdout and "services[0].model.architecture" in stdout
+    assert_one_line(run("plan", "-f", path), "model.architecture", fragment)
