@@ -16,3 +16,4 @@ python benchmarks/gateway.py --write  # needs wrk (Debian package)
 python benchmarks/gang.py --write
 python benchmarks/kueue_perf.py --write
 python benchmarks/serving_engine.py --write
+python benchmarks/plan_accuracy.py --write  # docs/plan-accuracy.md: plan against public measurements
