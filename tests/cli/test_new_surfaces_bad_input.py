@@ -509,3 +509,10 @@ def test_a_contract_architecture_no_model_has(tmp_path: Path, model: dict, fragm
     code, stdout, _ = run("check", path, "--now", NOW)
     assert code == 1 and f"{path}:" in stdout and "services[0].model.architecture" in stdout
     assert_one_line(run("plan", "-f", path), "model.architecture", fragment)
+
+
+@pytest.mark.parametrize("dtype", ["fp8_e5m2", "fp8_e4m3", "auto"])
+def test_vllm_kv_cache_dtypes_are_taken(dtype: str) -> None:
+    """fp8_e5m2 is one of vLLM's --kv-cache-dtype choices; it was 'unknown format'."""
+    code, _, stderr = run(*PLAN, "--model", "llama-3.1-8b", "--kv-cache-dtype", dtype)
+    assert code in (0, 1), stderr
