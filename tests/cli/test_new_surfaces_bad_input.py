@@ -516,3 +516,12 @@ def test_vllm_kv_cache_dtypes_are_taken(dtype: str) -> None:
     """fp8_e5m2 is one of vLLM's --kv-cache-dtype choices; it was 'unknown format'."""
     code, _, stderr = run(*PLAN, "--model", "llama-3.1-8b", "--kv-cache-dtype", dtype)
     assert code in (0, 1), stderr
+
+
+@pytest.mark.parametrize("kind", ["directory", "device"])
+def test_a_profiles_ledger_that_is_no_file_is_not_called_missing(tmp_path: Path, kind: str) -> None:
+    path = tmp_path if kind == "directory" else Path("/dev/zero")
+    if not path.exists():
+        pytest.skip("no /dev/zero")
+    line = assert_one_line(run(*PLAN, "--model", "llama-3.1-8b", "--profiles", path), str(path))
+    assert "regular file" in line and "no such" not in line
