@@ -465,6 +465,12 @@ VALUE_CASES: dict[str, tuple[str, Callable[[Target], str], str, tuple[str, ...]]
         "autoscaler.scanInterval",
         ("at least 1s",),
     ),
+    "rps-past-float-sense": (
+        "simulate-scenario",
+        _with(("load", 0, "rps", 0, "value"), 1e308),
+        "load[0].rps[0].value",
+        ("out of range",),
+    ),
     "hpa-sync-zero": (
         "simulate-scenario",
         _with(("hpa",), {"syncPeriod": "0s"}),

@@ -136,6 +136,16 @@ def test_a_non_finite_rate_says_so(tmp_path: Path, value: float) -> None:
     assert_located(simulate(home), home / "scenario.yaml", "jobs[0].perHour", "finite")
 
 
+@pytest.mark.parametrize("value", [1e308, 1e16, -1e300])
+def test_a_rate_past_1e15_is_out_of_range(tmp_path: Path, value: float) -> None:
+    """1e308 requests/s overflowed the serving model (math domain error)."""
+    home = _scenario_with(tmp_path)
+    data = yaml.safe_load((home / "scenario.yaml").read_text())
+    data["load"][0]["rps"][0]["value"] = value
+    (home / "scenario.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    assert_located(simulate(home), home / "scenario.yaml", "load[0].rps[0].value", "range")
+
+
 def test_a_fifo_named_scenario_yaml_is_named(tmp_path: Path) -> None:
     """Not 'no scenario.yaml here': the file is there and is not a regular file."""
     home = tmp_path / "scenario"
