@@ -570,6 +570,12 @@ VALUE_CASES: dict[str, tuple[str, Callable[[Target], str], str, tuple[str, ...]]
         "spec.topologySpreadConstraints[0].maxSkew",
         (),
     ),
+    "config-dense-layers-past-layers": (
+        "plan-model-config",
+        _keys({"num_local_experts": 8, "num_experts_per_tok": 2, "first_k_dense_replace": 10**9}),
+        "first_k_dense_replace",
+        ("more than the 32 layers",),
+    ),
     "config-experts-per-token": (
         "plan-model-config",
         _keys({"num_local_experts": 8, "num_experts_per_tok": 9}),

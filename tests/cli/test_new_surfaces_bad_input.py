@@ -293,6 +293,15 @@ def _config(tmp_path: Path, text: str) -> Path:
             "num_experts_per_tok",
             "",
         ),
+        (
+            # negative MoE layers: plan searched for a replica without end
+            json.dumps(
+                {**LLAMA, "num_local_experts": 8, "num_experts_per_tok": 2}
+                | {"first_k_dense_replace": 10**9}
+            ),
+            "first_k_dense_replace",
+            "more than the 32 layers",
+        ),
         ('{"a":' * 100_000 + "1" + "}" * 100_000, "", "nested"),
         ("[1, 2]", "", "JSON object"),
     ],

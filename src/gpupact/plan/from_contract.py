@@ -144,6 +144,7 @@ _CONTRACT_FIELDS = {
     "kv_heads": "kvHeads",
     "vocab": "vocab",
     "experts_per_token": "expertsPerToken",
+    "dense_layers": "denseLayers",
 }
 
 

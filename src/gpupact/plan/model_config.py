@@ -41,6 +41,7 @@ _NAMES = {
     "kv_heads": ("num_key_value_heads", "--kv-heads"),
     "vocab": ("vocab_size", "--vocab"),
     "experts_per_token": ("num_experts_per_tok", "--experts-per-token"),
+    "dense_layers": ("first_k_dense_replace", "--layers"),
 }
 
 
@@ -58,6 +59,8 @@ def arch_problem(arch: ModelArch) -> tuple[str, str] | None:
         return "kv_heads", f"{arch.kv_heads} does not divide the {arch.heads} attention heads"
     if arch.vocab < 1:
         return "vocab", "at least 1 token is needed"
+    if arch.dense_layers > arch.layers:  # the first k layers dense, of the model's layers
+        return "dense_layers", f"{arch.dense_layers}: more than the {arch.layers} layers"
     if arch.experts and not 1 <= arch.experts_per_token <= arch.experts:
         return "experts_per_token", (
             f"{arch.experts_per_token}: between 1 and the {arch.experts} experts"
