@@ -4,18 +4,31 @@ The per-iteration side: a non-homogeneous Poisson process (rate r(t), piecewise 
 twin's load profiles, thinned from its maximum, seeded), prompt and completion lengths drawn
 from the profile, run through one replica's step-level engine (`plan.batching.simulate`). The
 twin side: `twin.serving.EngineQueue` stepped every TICK_S seconds at r(t) with one replica,
-as `twin.simulation` steps it. Both are read per window of requests by arrival time."""
+as `twin.simulation` steps it. Both are read per window of requests by arrival time.
+
+The bounds are checked on two replicas (`PROFILES`: an 8B model on one H100 with a fixed KV
+cache, and a 70B model over four H100s as `gpupact plan` sizes it, with vLLM's flags for the
+GPU) and under three sets of the step-time constants of `plan.engine` (`CONSTANTS`: the fitted
+ones, the hand-set ones they replaced, and a 3 ms step overhead), set by `constants`."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
+import gpupact.plan.engine as engine_module
+from gpupact.contract.schema import Quantization
 from gpupact.plan.batching import Requests, simulate
 from gpupact.plan.engine import EngineSpec
+from gpupact.plan.engine_flags import Engine, default_flags
 from gpupact.plan.engine_load import latency_curve, token_lengths
+from gpupact.plan.gpus import CATALOGUE as GPUS
+from gpupact.plan.memory import replica_memory
+from gpupact.plan.models import CATALOGUE as MODELS
 from gpupact.plan.workload import TokenStats
 from gpupact.twin.serving import EngineQueue
 
@@ -28,6 +41,77 @@ class Profile:
     input: TokenStats
     output: TokenStats
     context: int
+
+
+def llama_8b_h100() -> Profile:
+    """One H100 with a 200k-token KV cache and vLLM's small-GPU flags (256 sequences, 2,048
+    tokens a step): the KV cache, not max_num_seqs, bounds the batch near saturation."""
+    model = MODELS["llama-3.1-8b"]
+    spec = EngineSpec(
+        model=model,
+        weights=Quantization.bf16,
+        gpu=GPUS["h100-80gb"],
+        tp=1,
+        kv_per_token=2 * model.layers * model.kv_heads * model.head_dim * 2,
+        kv_tokens=200_000,
+    )
+    return Profile(spec, TokenStats(600, 2000), TokenStats(200, 500), 16384)
+
+
+def llama_70b_h100_tp4() -> Profile:
+    """Llama-3.1-70B over four H100s with the KV cache and flags `gpupact plan` gives it
+    (vLLM's defaults for an 80 GB GPU: 1,024 sequences, 8,192 tokens a step)."""
+    model, gpu, tp = MODELS["llama-3.1-70b"], GPUS["h100-80gb"], 4
+    memory = replica_memory(
+        model, Quantization.bf16, Quantization.bf16, gpu.memory, tp, None, gpu.name
+    )
+    flags = default_flags(Engine.vllm, gpu.memory, gpu.name, tp)
+    spec = EngineSpec(
+        model=model,
+        weights=Quantization.bf16,
+        gpu=gpu,
+        tp=tp,
+        kv_per_token=memory.kv_per_token_replica,
+        kv_tokens=memory.kv_tokens,
+        max_num_seqs=flags.max_num_seqs,
+        max_num_batched_tokens=flags.max_num_batched_tokens,
+        block_tokens=flags.block_tokens,
+    )
+    return Profile(spec, TokenStats(1000, 3000), TokenStats(250, 700), 16384)
+
+
+PROFILES = {"8b-h100": llama_8b_h100, "70b-h100-tp4": llama_70b_h100_tp4}
+
+# Step-time constants of plan.engine: (STEP_OVERHEAD_S, NVLink all-reduce latency,
+# PREFILL_MFU, DECODE_BANDWIDTH_EFFICIENCY).
+CONSTANTS = {
+    "fitted": (  # as plan.engine has them (fitted on tests/plan/measured)
+        engine_module.STEP_OVERHEAD_S,
+        engine_module.ALLREDUCE_LATENCY_S["nvlink"],
+        engine_module.PREFILL_MFU,
+        engine_module.DECODE_BANDWIDTH_EFFICIENCY,
+    ),
+    "hand-set": (0.6e-3, 8e-6, 0.5, 0.7),  # the values the fit replaced
+    "overhead-3ms": (3e-3, 20e-6, 0.55, 0.75),  # a slow CPU side: step time flat in the batch
+}
+
+
+@contextmanager
+def constants(name: str) -> Iterator[None]:
+    """plan.engine's step-time constants set to CONSTANTS[name] (the latency curves, cached
+    per EngineSpec, are dropped on the way in and out)."""
+    m = engine_module
+    saved = (m.STEP_OVERHEAD_S, m.ALLREDUCE_LATENCY_S, m.PREFILL_MFU, m.DECODE_BANDWIDTH_EFFICIENCY)
+    overhead, allreduce, mfu, bandwidth = CONSTANTS[name]
+    latency_curve.cache_clear()
+    m.STEP_OVERHEAD_S, m.PREFILL_MFU, m.DECODE_BANDWIDTH_EFFICIENCY = overhead, mfu, bandwidth
+    m.ALLREDUCE_LATENCY_S = {**saved[1], "nvlink": allreduce}
+    try:
+        yield
+    finally:
+        m.STEP_OVERHEAD_S, m.ALLREDUCE_LATENCY_S = saved[0], saved[1]
+        m.PREFILL_MFU, m.DECODE_BANDWIDTH_EFFICIENCY = saved[2], saved[3]
+        latency_curve.cache_clear()
 
 
 def rate_at(points: list[tuple[float, float]], t: float) -> float:

@@ -1,4 +1,4 @@
-"""The twin's serving queue: the replica's latency curve below saturation (extrapolated above
+"""The twin's serving queue: the replica's latency curve below saturation (the batch queue above
 its top, settling over a queue's relaxation time), a fluid backlog at and above it."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from gpupact.plan.engine_load import LatencyCurve, LoadPoint
+from gpupact.plan.engine_load import LatencyCurve, LoadPoint, batch_queue
 from gpupact.twin.serving import EngineQueue, backlog_wait
 
 
@@ -33,9 +33,10 @@ def test_below_the_top_the_curve_is_read_at_the_per_replica_rate() -> None:
 
 
 def test_between_the_top_and_saturation_the_queue_takes_time_to_form() -> None:
-    steady = CURVE.at(4.9)  # 98 % of saturation: extrapolated above the top (95 %)
-    # heavy traffic: the queueing part grows as 1 / (1 - load): (1 - 0.95) / (1 - 0.98)
-    assert steady.ttft_p99_s == pytest.approx(0.2 + (1.0 - 0.2) * 2.5)
+    steady = CURVE.at(4.9)  # 98 % of saturation: above the top (95 %), the batch queue's
+    top, wait = CURVE.top, batch_queue(CURVE, 4.9)
+    assert steady.ttft_p99_s == pytest.approx(wait.ttft_quantile(top.ttft_p50_s, 1.0, 0.99))
+    assert steady.ttft_p99_s > 2 * top.ttft_p99_s
     q = EngineQueue(CURVE)
     for _ in range(360):  # an hour at the top: settled there
         q.step(rps=4.75, replicas=1, dt=10.0)
@@ -53,7 +54,7 @@ def test_backlog_builds_at_saturation_and_drains_below() -> None:
     assert q.backlog == pytest.approx(50.0)
     # the arrival 99 % of the way through the tick waits 0.99 x 50 / 10 s, then its own TTFT
     wait = 0.99 * 50.0 / 10.0
-    assert wait + 0.2 <= tick.ttft_p99_s <= wait + 1.0
+    assert wait + 0.2 <= tick.ttft_p99_s <= wait + CURVE.knee.ttft_p99_s  # own TTFT: the knee's
     assert backlog_wait(0.0, 15.0, 10.0, 10.0, 0.99) == pytest.approx(wait)
     assert q.waiting == pytest.approx(50.0 + 2 * 0.5)  # the backlog and the engines queues
     assert q.running == pytest.approx(2 * 100.0)  # a queue keeps the batch full

@@ -4,7 +4,9 @@ highest rate that meets a latency SLO — the one capacity `gpupact plan` and th
 Requests arrive as a Poisson process with prompt and completion lengths drawn from the
 profile's log-normal distributions (`TokenStats`: p50 and p95), seeded, and run through the
 step-level engine (`batching.simulate`). Statistics skip the first WARMUP_SHARE of requests,
-which met an empty engine.
+which met an empty engine. Above the highest measured load the queue for a place in the batch
+comes from a model fitted on the measured points (`batch_queue`): near saturation a finite
+run's P99 depends on the few KV-cache excursions it met, the model's on none.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import itertools
 import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from statistics import NormalDist
 
 import numpy as np
 
@@ -147,9 +150,12 @@ def endless_queue(
 
 
 # Load points of a latency curve, as shares of the saturation rate: denser near the top,
-# where the P99 turns up. Above the top the queueing part of TTFT is extrapolated (`at`).
+# where the P99 turns up. Above the top the TTFT comes from the batch queue (`batch_queue`).
 CURVE_SHARES = (0.05, 0.25, 0.45, 0.6, 0.72, 0.81, 0.87, 0.92)
 TOP_SHARE = CURVE_SHARES[-1]
+# The share of saturation whose latencies a replica with a backlog has besides its wait: its
+# batch as full as the KV cache lets it be, thrashing now and then (`twin.serving`).
+KNEE_SHARE = 0.97
 # Closer to saturation a queue takes longer to settle (its relaxation time grows as
 # 1 / (1 - sqrt(load))^2) and one run can meet a long excursion of the batch: a point at load
 # x is measured on REQUESTS x SETTLE / (1 - x) requests, and above 70 % on RUNS_NEAR_TOP
@@ -160,8 +166,8 @@ RUNS_NEAR_TOP = 3
 # The highest share of saturation plan sizes a replica for when its latencies allow it (then
 # less its headroom): a replica run closer to its saturation rate has no margin for noise.
 PLANNED_SHARE = 0.98
-# Above the top the waiting part grows as 1 / (1 - load) (heavy traffic); capped at this load,
-# past which the twin's backlog takes over.
+# Above the top the latencies are the batch queue's (`batch_queue`), read at most at this
+# load, past which the twin's backlog takes over.
 EXTRAPOLATE_UP_TO = 0.99
 
 
@@ -186,10 +192,8 @@ class LatencyCurve:
         return self.points[-1]
 
     def at(self, rate: float) -> LoadPoint:
-        """The load point at `rate` per replica. Between the top point and the saturation
-        rate the TTFT's excess over a nearly idle replica's (its queueing) is scaled by
-        (1 - top load) / (1 - load), heavy traffic's law, up to EXTRAPOLATE_UP_TO; the rest
-        stays the top's (the batch is as full as it gets). At or above saturation callers
+        """The load point at `rate` per replica: the measured points, linear between them;
+        above the top point the batch queue's (`above_top`). At or above saturation callers
         queue the excess (see `twin.serving`)."""
         pts = self.points
         if rate <= pts[0].rate:
@@ -202,7 +206,14 @@ class LatencyCurve:
         return _blend(a, b, f, rate)
 
     def above_top(self, rate: float) -> LoadPoint:
+        """Above the top point, up to EXTRAPOLATE_UP_TO of saturation: the top's latencies
+        (its prefill and interference) plus the wait of the batch queue (`batch_queue`), its
+        batch and queue the queue's. A curve without a measured full batch scales the TTFT's
+        excess over a nearly idle replica's by (1 - top load) / (1 - load) instead."""
         top, idle = self.points[-1], self.points[0]
+        if self.full_batch > top.running_mean:
+            load = round(min(rate / self.saturation, EXTRAPOLATE_UP_TO), 4)
+            return replace(_queued_top(self, load), rate=rate)
         load = min(rate / self.saturation, EXTRAPOLATE_UP_TO)
         grow = max(1.0, (1 - top.rate / self.saturation) / (1 - load))
         return replace(
@@ -211,6 +222,12 @@ class LatencyCurve:
             ttft_p50_s=idle.ttft_p50_s + (top.ttft_p50_s - idle.ttft_p50_s) * grow,
             ttft_p99_s=idle.ttft_p99_s + (top.ttft_p99_s - idle.ttft_p99_s) * grow,
         )
+
+    @property
+    def knee(self) -> LoadPoint:
+        """The latencies at KNEE_SHARE of saturation (a full batch that thrashes now and
+        then)."""
+        return self.at(KNEE_SHARE * self.saturation)
 
     def capacity(self, ttft_slo_s: float | None, tpot_slo_s: float | None = None) -> float:
         """The highest rate per replica on the curve whose TTFT P99 (and TPOT P99) meet the
@@ -247,6 +264,102 @@ class LatencyCurve:
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if excess(self.at(mid)) <= 0 else (lo, mid)
         return lo
+
+
+@dataclass(frozen=True)
+class BatchQueue:
+    wait_share: float  # of arrivals that find the batch full and wait for a place
+    wait_scale_s: float  # their wait is exponential with this mean
+    batch: float  # running sequences, mean
+    queue: float  # requests waiting for the batch, mean
+
+    def ttft_quantile(self, service_p50_s: float, service_p99_s: float, q: float) -> float:
+        """The q-quantile of wait + the replica's own TTFT (log-normal through its P50 and
+        P99, independent of the wait)."""
+        median = max(service_p50_s, 1e-9)
+        sigma = math.log(max(service_p99_s, median) / median) / Z99
+        own = median * np.exp(sigma * _NORMAL_GRID)
+
+        def over(t: float) -> float:  # P(wait + own > t)
+            gap = np.maximum(t - own, 0.0)
+            return float(
+                np.mean(np.where(own > t, 1.0, self.wait_share * np.exp(-gap / self.wait_scale_s)))
+            )
+
+        lo, hi = 0.0, service_p99_s + self.wait_scale_s * 50
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if over(mid) > 1 - q else (lo, mid)
+        return hi
+
+
+Z99 = NormalDist().inv_cdf(0.99)
+_NORMAL_GRID = np.array([NormalDist().inv_cdf((k + 0.5) / 400) for k in range(400)])
+
+
+def batch_queue(curve: LatencyCurve, rate: float) -> BatchQueue:
+    """The replica as a processor-sharing queue whose completion rate mu(n) depends on the
+    n requests in its batch, up to the full batch B (the KV cache's or max_num_seqs' limit),
+    beyond which requests wait for a place. Continuous batching is processor sharing (every
+    running sequence advances a token a step), and a processor-sharing queue with a
+    state-dependent rate has the same distribution of requests in it whatever the service
+    times (Kelly 1979, symmetric queues): P(n) ~ prod_{k <= n} rate / mu(k), geometric with
+    ratio x = rate / saturation beyond B. An arrival that finds n >= B waits for n - B + 1
+    admissions at the saturation rate: P(wait > w) = P(n >= B) x^(w saturation). mu(k) is
+    read off the load points by Little's law (a point at rate r whose batch averages b
+    completes r per second with b running) and the endless queue's (B, saturation).
+
+    Why a model and not more load points: near saturation mu(k) hardly grows with k, so the
+    batch wanders up to B now and then and the queue behind it sets the P99 (the engine's
+    KV-cache excursions); a finite run meets few or many of them (at 95 % a 20-minute run's
+    P99 reads 0.33 to 4 s depending on its seed) while the model's average of them is what
+    long runs pool to: 1.36 s at 95 % for the 8B replica of tests/twin/test_engine_fidelity.py
+    (eight runs pool to 1.16 s), 1.69 s for its 70B replica (40 runs pool to 1.8 s).
+    Heavy traffic's 1 / (1 - load) read from the top point instead, whose excess over an idle
+    replica is interference rather than queueing, said 0.49 s for the 8B replica under every
+    set of step-time constants tried, where eight runs pooled 1.2 to 1.6 s."""
+    x = min(rate / curve.saturation, EXTRAPOLATE_UP_TO)
+    log_mu = _log_capacity(curve)
+    n = np.arange(len(log_mu))
+    log_w = n * math.log(x * curve.saturation) - log_mu
+    w = np.exp(log_w - log_w.max())
+    tail = w[-1] * x / (1 - x)  # n = B + 1, B + 2, ...: w_B x^j
+    total = w.sum() + tail
+    return BatchQueue(
+        wait_share=float(w[-1] + tail) / total,  # arrivals see the time average (PASTA)
+        wait_scale_s=1.0 / (curve.saturation * -math.log(x)),
+        batch=float((w * n).sum() + tail * n[-1]) / total,
+        queue=float(w[-1] * x / (1 - x) ** 2) / total,
+    )
+
+
+@lru_cache(maxsize=8192)
+def _queued_top(curve: LatencyCurve, load: float) -> LoadPoint:
+    """`above_top` at `load` x saturation (cached on a grid of 1e-4: the twin asks every
+    tick)."""
+    top = curve.top
+    q = batch_queue(curve, load * curve.saturation)
+    if q.wait_share < 1e-4:  # too rare to move a P99
+        return top
+    p50, p99 = (q.ttft_quantile(top.ttft_p50_s, top.ttft_p99_s, k) for k in (0.5, 0.99))
+    return replace(
+        top,
+        ttft_p50_s=max(top.ttft_p50_s, p50),
+        ttft_p99_s=max(top.ttft_p99_s, p99),
+        running_mean=max(top.running_mean, q.batch),
+        waiting_mean=max(top.waiting_mean, q.queue),
+    )
+
+
+@lru_cache(maxsize=256)
+def _log_capacity(curve: LatencyCurve) -> np.ndarray:
+    """sum_{k <= n} log mu(k) for n = 0 .. B (see `batch_queue`)."""
+    batch = [0.0, *(p.running_mean for p in curve.points), curve.full_batch]
+    rate = [0.0, *(p.rate for p in curve.points), curve.saturation]
+    batch, rate = np.maximum.accumulate(batch), np.maximum.accumulate(rate)
+    k = np.arange(1, max(1, round(curve.full_batch)) + 1)
+    mu = np.maximum(np.interp(k, batch, rate), 1e-12)
+    return np.concatenate(([0.0], np.cumsum(np.log(mu))))
 
 
 def _blend(a: LoadPoint, b: LoadPoint, f: float, rate: float) -> LoadPoint:

@@ -2,10 +2,11 @@
 replica the continuous-batching engine `gpupact plan` sizes with.
 
 Below a replica's saturation rate (`plan.engine_load.LatencyCurve`: the step-level engine's
-TTFT/TPOT percentiles, batch and queue at each offered rate, in steady state) the tick's
-latencies are the curve's at rps / ready replicas. At or above it the replicas serve at the
-saturation rate, the rate an engine with a full queue takes requests in, and the rest piles up
-in a backlog (a fluid queue, first in first out) that drains at that rate once the load falls.
+TTFT/TPOT percentiles, batch and queue at each offered rate, in steady state; above its top
+point the batch queue's, `plan.engine_load.batch_queue`) the tick's latencies are the curve's
+at rps / ready replicas. At or above it the replicas serve at the saturation rate, the rate
+an engine with a full queue takes requests in, and the rest piles up in a backlog (a fluid
+queue, first in first out) that drains at that rate once the load falls.
 
 A request that meets a backlog waits backlog / service rate, then has the engine's own TTFT.
 The first requests of an overload could fill the batch up to its size with an endless queue
@@ -17,10 +18,15 @@ are spread evenly over it), not the wait at its end.
 
 The engine's own TTFT is a nearly idle replica's plus a queued part that moves towards the
 curve's value at the load over the relaxation time of a queue at that load (`_settle`), so a
-ramp through saturation is not read as the steady state of each load it passes.
-tests/twin/test_engine_fidelity.py states the error of this aggregation against the
-per-iteration engine on steady loads, a ramp through saturation and a step overload. A
-replica whose model does not fit serves nothing.
+ramp through saturation is not read as the steady state of each load it passes. With a
+backlog it moves towards the knee's (`LatencyCurve.knee`, 97 % of saturation: a batch whose
+KV cache runs out now and then) within one turnover of a full batch: the engine's queue at
+the onset of an overload differs from the fluid backlog by about a batch, either way (a
+batch with room takes in more than the saturation rate as it fills, one that thrashes
+fewer), and the twin takes the pessimistic side. tests/twin/test_engine_fidelity.py states
+the error of this aggregation against the per-iteration engine on steady loads, a ramp
+through saturation and a step overload, for two replicas and three sets of step-time
+constants. A replica whose model does not fit serves nothing.
 
 What the HPA's pod metrics see: `running` (vllm:num_requests_running, the batch) and `waiting`
 (vllm:num_requests_waiting, the engines' queues plus the backlog), summed over the replicas.
@@ -81,7 +87,7 @@ class EngineQueue:
         backlogged = start > 0 or rps >= capacity
         self._settle(rate, dt, backlogged)
         if not backlogged:
-            point = curve.at(min(rate, curve.top.rate))
+            point = curve.at(rate)
             idle = curve.points[0]
             self.served += rps * dt
             self._batch(replicas, point, 0.0)
@@ -108,22 +114,27 @@ class EngineQueue:
         nearly idle replica's (queueing and interference) moves towards its steady value at
         the rate (the curve's, extrapolated above its top) over that time, up or down, so a
         ramp through saturation is not read as if it had stayed at each load, and a load that
-        stays reaches the curve. With a backlog it moves towards the top's (a full batch)."""
+        stays reaches the curve. With a backlog it moves towards the knee's over
+        the time a full batch takes to turn over (batch / saturation rate, Little's law): a
+        backlog fills the batch at once, it does not wait for a queue to form."""
         assert self.curve is not None
         curve = self.curve
         idle = curve.points[0]
-        steady = curve.top if backlogged else curve.at(rate)
+        steady = curve.knee if backlogged else curve.at(rate)
         goal50 = steady.ttft_p50_s - idle.ttft_p50_s
         goal99 = steady.ttft_p99_s - idle.ttft_p99_s
-        load = min(rate / curve.saturation, EXTRAPOLATE_UP_TO)
-        relax = 1.0 / (curve.saturation * (1 - math.sqrt(load)) ** 2)
+        if backlogged:  # the batch fills within one turnover of a full batch (Little's law)
+            relax = max(curve.full_batch, curve.top.running_mean) / curve.saturation
+        else:
+            load = min(rate / curve.saturation, EXTRAPOLATE_UP_TO)
+            relax = 1.0 / (curve.saturation * (1 - math.sqrt(load)) ** 2)
         keep = math.exp(-dt / relax)
         self.queued_p50 = goal50 + (self.queued_p50 - goal50) * keep
         self.queued_p99 = goal99 + (self.queued_p99 - goal99) * keep
 
     def _ttft(self, wait: float, quantile: float) -> float:
         """A wait behind the backlog plus the engine's own TTFT: a nearly idle replica's plus
-        what its queue has built up (`_settle`, towards a full batch's while backlogged)."""
+        what its queue has built up (`_settle`, towards the knee's while backlogged)."""
         assert self.curve is not None
         idle = self.curve.points[0]
         if quantile == 0.5:
