@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -36,6 +37,23 @@ CONTRACT = ROOT / "examples/acme/contract.yaml"
 POD = ROOT / "examples/fit/pod.yaml"
 NODES = ROOT / "examples/fit/cluster.json"
 SCENARIO = ROOT / "examples/promo-peak/single-pool"
+SCENARIO_FILE = "scenario.yaml"
+SNAPSHOT = ROOT / "tests/ops/fixtures/healthy"  # `kubectl get -A -o json` files of a cluster
+ACME = ROOT / "examples/acme/contract.yaml"
+# a Hugging Face config.json (Llama-3.1-8B's architecture fields, as transformers writes them)
+MODEL_CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "max_position_embeddings": 131072,
+    "tie_word_embeddings": False,
+    "quantization_config": {"quant_method": "awq", "bits": 4},
+}
 NOW = "2026-06-01T00:00:00Z"
 TOKEN = "t" * 20
 GUARD_SECONDS = 300  # the guard against a hang, not a speed assertion
@@ -52,10 +70,76 @@ class Target:
     number: tuple  # a field read as a number
     mapping: tuple  # a mapping whose keys are checked
     strict: bool = True  # unknown fields are refused (contracts, token files)
+    # where a case's file goes, given the command's folder and the case's file name: a file
+    # read from a directory (a scenario's scenario.yaml) is written into a copy of it
+    place: Callable[[Path, str], Path] = lambda folder, name: folder / name
+    skip: frozenset[str] = frozenset()  # shapes that are good input here
 
 
 def _contract() -> Any:
     return yaml.safe_load(CONTRACT.read_text())
+
+
+def _scenario() -> Any:
+    """The promo-peak scenario cut to ten minutes: a case the twin accepts runs in seconds."""
+    data = yaml.safe_load((SCENARIO / SCENARIO_FILE).read_text())
+    data["duration"] = "10m"
+    return data
+
+
+def _in_scenario_copy(folder: Path, name: str) -> Path:
+    """`name` becomes scenario.yaml of its own scenario directory, beside the contract."""
+    home = folder / name.replace(".", "-")
+    home.mkdir()
+    shutil.copy(SCENARIO / "contract.yaml", home / "contract.yaml")
+    return home / SCENARIO_FILE
+
+
+def _in_snapshot_copy(file: str) -> Callable[[Path, str], Path]:
+    """`name` becomes `file` of its own copy of the snapshot directory."""
+
+    def place(folder: Path, name: str) -> Path:
+        home = folder / name.replace(".", "-")
+        shutil.copytree(SNAPSHOT, home)
+        (home / file).unlink()
+        return home / file
+
+    return place
+
+
+def _acme_scenario(tmp: Path) -> Path:
+    """Ten minutes of the acme contract: the scenario a snapshot is started under."""
+    home = tmp.parent / "acme-scenario"
+    if not home.exists():
+        home.mkdir()
+        shutil.copy(ACME, home / "contract.yaml")
+        scenario = {
+            "apiVersion": "gpupact.io/v1alpha1",
+            "kind": "Scenario",
+            "metadata": {"name": "acme"},
+            "start": "2026-11-11T08:00:00+08:00",
+            "duration": "10m",
+            "jobs": [{"contract": True}],
+        }
+        (home / SCENARIO_FILE).write_text(json.dumps(scenario))
+    return home
+
+
+def _snapshot_target(file: str, number: tuple, mapping: tuple) -> Target:
+    return Target(
+        lambda: json.loads((SNAPSHOT / file).read_text()),
+        lambda f, tmp: [
+            *("simulate", str(_acme_scenario(tmp)), "--snapshot", str(f.parent)),
+            *("--report", "-", "-o", "json"),
+        ],
+        number,
+        mapping,
+        strict=False,
+        place=_in_snapshot_copy(file),
+        # a snapshot without that file, or with no objects in it, is a cluster without them;
+        # sub-directories are not read (ops/snapshot_dir.py), whatever their names
+        skip=frozenset({"missing", "empty", "only-comments", "directory"}),
+    )
 
 
 def _tokens_file(tmp: Path) -> Path:
@@ -105,6 +189,36 @@ TARGETS: dict[str, Target] = {
         ],
         ("services", 0, "concurrency"),
         ("metadata",),
+    ),
+    "simulate-scenario": Target(
+        _scenario,
+        lambda f, tmp: ["simulate", str(f.parent), "--report", "-", "-o", "json"],
+        ("jobs", 0, "perHour"),
+        ("jobs", 0),
+        place=_in_scenario_copy,
+    ),
+    "simulate-snapshot-pods": _snapshot_target(
+        "pods.json", ("items", 0, "spec", "priority"), ("items", 0, "metadata", "labels")
+    ),
+    "simulate-snapshot-kueue": _snapshot_target(
+        "kueue.json",
+        ("items", 10, "spec", "podSets", 0, "count"),
+        ("items", 3, "spec", "namespaceSelector", "matchLabels"),
+    ),
+    "plan-model-config": Target(
+        lambda: copy.deepcopy(MODEL_CONFIG),
+        lambda f, tmp: [
+            "plan",
+            "--model-config",
+            str(f),
+            "--gpu",
+            "h100-80gb",
+            "--concurrency",
+            "4",
+        ],
+        ("hidden_size",),
+        (),
+        strict=False,
     ),
 }
 
@@ -203,6 +317,274 @@ FIELD_SHAPES: dict[str, tuple[str, Callable[[Target], str], str, tuple[str, ...]
 NON_STRICT_SKIP = {"unknown-field", "duplicate-key", "bool-and-null-keys", "float-key"}
 
 
+# --- values only one field can get wrong: the new fields' own corpus --------------------------
+
+_DROP = object()  # the field taken out
+
+
+def _with(path: tuple, value: Any) -> Callable[[Target], str]:
+    def build(t: Target) -> str:
+        data = t.base()
+        if value is _DROP:
+            node = data
+            for part in path[:-1]:
+                node = node[part]
+            del node[path[-1]]
+            return _yaml(data)
+        return _yaml(_set(data, path, value))
+
+    return build
+
+
+_COLD = ("pools", 0, "coldStart")
+_WINDOW = ("pools", 3, "preWarm", 1)
+_CLASS = ("classes", 0)
+_ARCH = ("services", 0, "model", "architecture")
+_AUTOSCALER = ("autoscaler",)
+_POD_SPEC = yaml.safe_load(POD.read_text())["spec"]
+_PORTS = ("spec", "containers", 0, "ports")
+_SPREAD = {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+
+
+def _ported(host_port: int) -> dict:
+    """The pod's container with one port, 80 in the container, `host_port` on the node."""
+    container = copy.deepcopy(_POD_SPEC["containers"][0])
+    container["ports"] = [{"containerPort": 80, "hostPort": host_port}]
+    return container
+
+
+# name: (target, what the file gets, the field path the line names, more fragments)
+VALUE_CASES: dict[str, tuple[str, Callable[[Target], str], str, tuple[str, ...]]] = {
+    "time-zone-folder": ("check", _with(("timeZone",), "America"), "timeZone", ("unknown",)),
+    "time-zone-long": ("compile", _with(("timeZone",), "Z" * 300), "timeZone", ()),
+    "time-zone-local": ("check", _with(("timeZone",), "LOCAL"), "timeZone", ("own zone",)),
+    "time-zone-localtime": ("check", _with(("timeZone",), "localtime"), "timeZone", ()),
+    "time-zone-path": ("check", _with(("timeZone",), "../../etc/passwd"), "timeZone", ()),
+    "time-zone-number": ("check", _with(("timeZone",), 8), "timeZone", ()),
+    "time-zone-null": ("check", _with(("timeZone",), None), "timeZone", ()),
+    "model-cache-unknown": (
+        "check",
+        _with((*_COLD, "modelCache"), "disk"),
+        "pools[0].coldStart.modelCache",
+        (),
+    ),
+    "model-cache-without-load": (
+        "compile",
+        _with((*_COLD, "modelCache"), "node"),
+        "pools[0].coldStart",
+        ("cachedModelLoad",),
+    ),
+    "cached-load-without-cache": (
+        "check",
+        _with((*_COLD, "cachedModelLoad"), "1m"),
+        "pools[0].coldStart",
+        ("modelCache",),
+    ),
+    "cached-load-number": (
+        "check",
+        _with((*_COLD, "cachedModelLoad"), 5),
+        "pools[0].coldStart.cachedModelLoad",
+        (),
+    ),
+    "queue-wait-until-unknown": (
+        "check",
+        _with((*_CLASS, "maxQueueWaitUntil"), "scheduled"),
+        "classes[0].maxQueueWaitUntil",
+        (),
+    ),
+    "queue-wait-until-list": (
+        "compile",
+        _with((*_CLASS, "maxQueueWaitUntil"), ["bound"]),
+        "classes[0].maxQueueWaitUntil",
+        (),
+    ),
+    "pre-warm-zero-duration": (
+        "compile",
+        _with((*_WINDOW, "duration"), "0s"),
+        "pools[3].preWarm[1]",
+        ("at least 1s",),
+    ),
+    "pre-warm-sub-second": (
+        "check",
+        _with((*_WINDOW, "duration"), "500ms"),
+        "pools[3].preWarm[1]",
+        ("at least 1s",),
+    ),
+    "pre-warm-min-nodes-huge": (
+        "compile",
+        _with((*_WINDOW, "minNodes"), 2**40),
+        "pools[3].preWarm[1].minNodes",
+        (),
+    ),
+    "pre-warm-min-nodes-zero": (
+        "check",
+        _with((*_WINDOW, "minNodes"), 0),
+        "pools[3].preWarm[1].minNodes",
+        (),
+    ),
+    "pre-warm-tz-in-schedule": (
+        "compile",
+        _with((*_WINDOW, "schedule"), "CRON_TZ=UTC 0 18 28 * *"),
+        "pools[3].preWarm[1].schedule",
+        (),
+    ),
+    "architecture-kv-heads-not-dividing": (
+        "check",
+        _with(_ARCH, {"heads": 40, "kvHeads": 6}),
+        "services[0].model.architecture",
+        ("multiple",),
+    ),
+    "architecture-past-int32": (
+        "compile",
+        _with(_ARCH, {"layers": 2**31}),
+        "services[0].model.architecture.layers",
+        (),
+    ),
+    "architecture-experts-per-token": (
+        "check",
+        _with(_ARCH, {"experts": 8, "expertsPerToken": 9}),
+        "services[0].model.architecture",
+        (),
+    ),
+    "bind-latency-negative": (
+        "simulate-scenario",
+        _with(("bindLatency",), "-1s"),
+        "bindLatency",
+        (),
+    ),
+    "bind-latency-number": ("simulate-scenario", _with(("bindLatency",), 1), "bindLatency", ()),
+    "scan-interval-zero": (
+        "simulate-scenario",
+        _with(_AUTOSCALER, {"scanInterval": "0s"}),
+        "autoscaler.scanInterval",
+        ("at least 1s",),
+    ),
+    "scan-interval-millisecond": (
+        "simulate-scenario",
+        _with(_AUTOSCALER, {"scanInterval": "1ms"}),
+        "autoscaler.scanInterval",
+        ("at least 1s",),
+    ),
+    "rps-past-float-sense": (
+        "simulate-scenario",
+        _with(("load", 0, "rps", 0, "value"), 1e308),
+        "load[0].rps[0].value",
+        ("out of range",),
+    ),
+    "hpa-sync-zero": (
+        "simulate-scenario",
+        _with(("hpa",), {"syncPeriod": "0s"}),
+        "hpa.syncPeriod",
+        ("at least 1s",),
+    ),
+    "provisioner-unknown": (
+        "simulate-scenario",
+        _with(_AUTOSCALER, {"provisioner": "gke-autopilot"}),
+        "autoscaler.provisioner",
+        (),
+    ),
+    "batch-idle-over-max": (
+        "simulate-scenario",
+        _with(_AUTOSCALER, {"batchIdleDuration": "20s", "batchMaxDuration": "10s"}),
+        "autoscaler",
+        ("batchIdleDuration",),
+    ),
+    "scale-up-delay-number": (
+        "simulate-scenario",
+        _with(_AUTOSCALER, {"newPodScaleUpDelay": 30}),
+        "autoscaler.newPodScaleUpDelay",
+        (),
+    ),
+    "config-zero-kv-heads": (
+        "plan-model-config",
+        _with(("num_key_value_heads",), 0),
+        "num_key_value_heads",
+        (),
+    ),
+    "config-heads-past-hidden": (
+        "plan-model-config",
+        _with(("num_attention_heads",), 8192),
+        "num_attention_heads",
+        ("no width",),
+    ),
+    "config-zero-vocab": ("plan-model-config", _with(("vocab_size",), 0), "vocab_size", ()),
+    "config-no-layers": (
+        "plan-model-config",
+        _with(("num_hidden_layers",), _DROP),
+        "num_hidden_layers",
+        ("missing",),
+    ),
+    "config-past-int32": (
+        "plan-model-config",
+        _with(("num_hidden_layers",), 2**31),
+        "num_hidden_layers",
+        (),
+    ),
+    "ttft-slo-zero": (
+        "check",
+        _with(("services", 0, "ttftSlo"), "0s"),
+        "services[0].ttftSlo",
+        ("longer than 0s",),
+    ),
+    "pod-container-port-zero": (
+        "fit-pod",
+        _with(_PORTS, [{"containerPort": 0}]),
+        "spec.containers[0].ports[0].containerPort",
+        ("Required value",),
+    ),
+    "pod-host-port-past-range": (
+        "fit-pod",
+        _with(_PORTS, [{"containerPort": 80, "hostPort": 70000}]),
+        "spec.containers[0].ports[0].hostPort",
+        ("between 1 and 65535",),
+    ),
+    "pod-port-protocol": (
+        "fit-pod",
+        _with(_PORTS, [{"containerPort": 80, "protocol": "HTTP"}]),
+        "spec.containers[0].ports[0].protocol",
+        ("Unsupported value",),
+    ),
+    "pod-host-port-twice": (
+        "fit-pod",
+        _with(
+            _PORTS, [{"containerPort": 80, "hostPort": 80}, {"containerPort": 81, "hostPort": 80}]
+        ),
+        "spec.containers[0].ports[1].hostPort",
+        ("Duplicate value",),
+    ),
+    "pod-host-network-port": (
+        "fit-pod",
+        _with(("spec",), {**_POD_SPEC, "hostNetwork": True, "containers": [_ported(8080)]}),
+        "spec.containers[0].ports[0].hostPort",
+        ("hostNetwork",),
+    ),
+    "pod-toleration-operator": (
+        "fit-pod",
+        _with(("spec", "tolerations", 0, "operator"), "In"),
+        "spec.tolerations[0].operator",
+        (),
+    ),
+    "pod-spread-skew-zero": (
+        "fit-pod",
+        _with(("spec", "topologySpreadConstraints"), [_SPREAD]),
+        "spec.topologySpreadConstraints[0].maxSkew",
+        (),
+    ),
+    "config-dense-layers-past-layers": (
+        "plan-model-config",
+        _keys({"num_local_experts": 8, "num_experts_per_tok": 2, "first_k_dense_replace": 10**9}),
+        "first_k_dense_replace",
+        ("more than the 32 layers",),
+    ),
+    "config-experts-per-token": (
+        "plan-model-config",
+        _keys({"num_local_experts": 8, "num_experts_per_tok": 9}),
+        "num_experts_per_tok",
+        ("between 1 and the 8 experts",),
+    ),
+}
+
+
 def _nest(depth: int) -> str:
     return '{"a":' * depth + "1" + "}" * depth
 
@@ -266,32 +648,50 @@ def build_cases(tmp: Path) -> dict[str, Case]:
         folder = tmp / command
         folder.mkdir()
         for shape, (suffix, build, which, more) in FIELD_SHAPES.items():
-            if not target.strict and shape in NON_STRICT_SKIP:
+            if (not target.strict and shape in NON_STRICT_SKIP) or shape in target.skip:
                 continue
-            path = folder / f"{shape}.{suffix}"
+            path = target.place(folder, f"{shape}.{suffix}")
             path.write_text(build(target), encoding="utf-8")
             field = _field(target, which)
             cases[f"{command}|{shape}"] = Case(target.argv(path, folder), str(path), (field, *more))
-        bom = folder / "bom-then-bad-field.yaml"
+        bom = target.place(folder, "bom-then-bad-field.yaml")
         bom.write_bytes(b"\xef\xbb\xbf" + _literal("yaml", WIDE)(target).encode())
         cases[f"{command}|bom-then-bad-field"] = Case(
             target.argv(bom, folder), str(bom), (_field(target, "number"),)
         )
         for shape, (suffix, content) in FILE_SHAPES.items():
-            path = folder / f"{shape}.{suffix}"
+            if shape in target.skip:
+                continue
+            path = target.place(folder, f"{shape}.{suffix}")
             if content is None:
                 _special(shape, path)
             elif isinstance(content, bytes):
                 path.write_bytes(content)
             else:
                 path.write_text(content, encoding="utf-8")
-            cases[f"{command}|{shape}"] = Case(target.argv(path, folder), str(path), ())
+            named = path
+            if shape == "missing" and path != folder / f"{shape}.{suffix}":
+                named = path.parent  # a directory without its file: the directory is named
+            cases[f"{command}|{shape}"] = Case(target.argv(path, folder), str(named), ())
         if DEVICE.exists():
+            device = target.place(folder, "device.yaml")
+            if device != folder / "device.yaml":  # read from a directory: a link to the device
+                device.symlink_to(DEVICE)
+            else:
+                device = DEVICE
             cases[f"{command}|device"] = Case(
-                target.argv(DEVICE, folder), str(DEVICE), ("not a regular file",)
+                target.argv(device, folder), str(device), ("not a regular file",)
             )
+    for name, (command, build, field, more) in VALUE_CASES.items():
+        target, folder = TARGETS[command], tmp / command
+        path = target.place(folder, f"{name}.yaml")
+        path.write_text(build(target), encoding="utf-8")
+        cases[f"{command}|{name}"] = Case(target.argv(path, folder), str(path), (field, *more))
     return cases
 
+
+# commands whose file is read against a schema that lists every error it finds (kubectl-style)
+MANY_ERRORS = ("check|", "compile|", "serve-contract|", "simulate-scenario|")
 
 CASE_IDS = [
     f"{command}|{shape}"
@@ -302,7 +702,8 @@ CASE_IDS = [
         *FILE_SHAPES,
         "device",
     ]
-]
+    if shape not in target.skip
+] + [f"{command}|{name}" for name, (command, *_) in VALUE_CASES.items()]
 
 
 @pytest.fixture(scope="module")
@@ -324,11 +725,11 @@ def test_malformed_input_is_one_located_line(corpus: dict, case: str) -> None:
     assert result["code"] == 2, result
     lines = stderr.strip().splitlines()
     assert lines and all(line.startswith(f"error: {spec.file}") for line in lines), lines
-    if not case.startswith(("check|", "compile|", "serve-contract|")):
-        assert len(lines) == 1, lines  # only a contract's schema lists several errors
+    if not case.startswith(MANY_ERRORS):
+        assert len(lines) == 1, lines  # only a contract's or scenario's schema lists several
     for fragment in spec.fragments:
         assert any(fragment in line for line in lines), (fragment, lines)
 
 
 def test_the_corpus_is_wide() -> None:
-    assert len(CASE_IDS) >= 200
+    assert len(CASE_IDS) >= 400 and len(set(CASE_IDS)) == len(CASE_IDS)

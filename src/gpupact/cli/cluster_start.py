@@ -4,6 +4,7 @@ the twin as a ClusterView (the twin's layer does not import ops)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 from gpupact.cli.check import parse_now
@@ -34,6 +35,12 @@ def read_start(
     )
     if now is not None:
         observed: float | None = now
+        taken = observed_at(cluster)
+        if taken is not None and now < taken:  # pods would start after the moment shown
+            raise InputError(
+                f"--now: {_iso(now)} is before {_iso(taken)}, the latest time the cluster "
+                "shows (a pod's start, an event): give a moment at or after it"
+            )
     elif snapshot is not None:
         taken = observed_at(cluster)
         observed = float(taken) if taken is not None else None
@@ -58,3 +65,7 @@ def view_of(cluster: ClusterSnapshot, observed: float | None) -> ClusterView:
         volcano_queues=list(cluster.volcano_queues.values()),
         podgroups=[g.podgroup for g in cluster.podgroups],
     )
+
+
+def _iso(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

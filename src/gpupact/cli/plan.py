@@ -146,6 +146,8 @@ def plan_command(
     """Plan capacity: weights and KV cache, tensor parallelism, TTFT/TPOT, replicas, GPUs,
     nodes and the pre-warm lead time of a peak."""
     slo = _seconds(ttft_slo, "--ttft-slo") if ttft_slo is not None else None
+    if slo is not None and slo <= 0:  # a promise of no time at all: nothing can keep it
+        raise InputError(f"--ttft-slo: must be longer than 0s, got {ttft_slo!r}")
     if file or file_option:
         given = [
             name
@@ -258,6 +260,9 @@ def _format(text: str, flag: str) -> Quantization:
 def _kv_dtype(text: str | None) -> Quantization | None:
     if text is None or text.strip().lower() == "auto":
         return None
+    # vllm/config/cache.py CacheDType lists fp8_e5m2 beside fp8/fp8_e4m3: one byte a value too
+    if text.strip().lower().replace("-", "_") == "fp8_e5m2":
+        return Quantization.fp8
     fmt = _format(text, "--kv-cache-dtype")
     if fmt not in (Quantization.fp8, Quantization.bf16, Quantization.fp16, Quantization.fp32):
         raise InputError(f"--kv-cache-dtype: {text!r} is a weights format; use auto, fp8, bf16")

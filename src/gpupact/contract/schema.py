@@ -344,6 +344,15 @@ class ColdStart(Model):
         return self.provision + self.driver + self.device_plugin + self.image_pull + self.model_load
 
 
+def _longer_than_zero(value: timedelta) -> timedelta:
+    if value <= timedelta(0):
+        raise ValueError("must be longer than 0s: no request is served in no time")
+    return value
+
+
+SloDuration = Annotated[Duration, AfterValidator(_longer_than_zero)]
+
+
 class Window(Model):
     """A time window: fixed (`start` + `end`) or recurring (`schedule` cron + `duration`)."""
 
@@ -364,6 +373,10 @@ class Window(Model):
             raise ValueError("a recurring window needs both schedule and duration")
         if fixed and self.end <= self.start:  # type: ignore[operator]
             raise ValueError("end must be after start")
+        # compiled as a Job's activeDeadlineSeconds, whole seconds: 0 would end it at once
+        length = self.duration if recurring else self.end - self.start  # type: ignore[operator]
+        if length < timedelta(seconds=1):  # type: ignore[operator]
+            raise ValueError("a window lasts at least 1s")
         return self
 
 
@@ -714,7 +727,7 @@ class Service(Model):
     gpu: GpuRequirement = GpuRequirement()
     model: ModelSpec | None = None
     concurrency: Positive | None = None
-    ttft_slo: Duration | None = None  # time-to-first-token objective (P99)
+    ttft_slo: SloDuration | None = None  # time-to-first-token objective (P99)
     context_length: Positive | None = None
     tokens: TokenProfile | None = None
     run_window: Window | None = None  # None: always on

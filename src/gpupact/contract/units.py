@@ -293,22 +293,34 @@ def parse_cron(value: Any) -> str:
 
 # --- time zones --------------------------------------------------------------------------
 
-_ZONE_RE = re.compile(r"^[A-Za-z0-9_+\-]+(?:/[A-Za-z0-9_+\-]+)*$")
+# apis/batch/validation validTimeZoneCharacters: each '/'-separated part 1-14 characters, not
+# starting with '-' (tz's own file-name rule); '.' is left out here as the zone names have none.
+_ZONE_PART_RE = re.compile(r"^[A-Za-z0-9_+\-]{1,14}$")
+# The host's own zone under another name: the controller's differs, as for "Local".
+_HOST_ZONES = ("local", "localtime")
 
 
 def parse_time_zone(value: Any) -> str:
     """An IANA time zone name the CronJob validator accepts: Go's time.LoadLocation finds it,
-    and it is neither "" nor "Local" (apis/batch/validation refuses the controller's local
-    zone, which differs per cluster)."""
+    and it is neither "" nor "Local" in any case (apis/batch/validation refuses the
+    controller's local zone, which differs per cluster)."""
     if not isinstance(value, str):
         raise ValueError(
             f"expected an IANA time zone such as 'Asia/Shanghai', got {_describe(value)}"
         )
-    if value in ("", "Local") or not _ZONE_RE.match(value) or ".." in value:
+    if value.lower() in _HOST_ZONES:
+        raise ValueError(
+            f"{value!r} is each machine's own zone (the controller's differs): name an IANA "
+            "zone such as 'Asia/Shanghai'"
+        )
+    parts = value.split("/")
+    if not value or not all(
+        _ZONE_PART_RE.match(part) and not part.startswith("-") for part in parts
+    ):
         raise ValueError(f"expected an IANA time zone such as 'Asia/Shanghai', got {value!r}")
     try:
         ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a folder such as 'America'
         raise ValueError(
             f"unknown time zone {value!r} (an IANA name such as 'Asia/Shanghai')"
         ) from None

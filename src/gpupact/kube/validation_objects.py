@@ -508,8 +508,53 @@ def pod_resources_issues(spec: Mapping[str, Any]) -> list[FieldIssue]:
 #     validateContainerCommon L3876-L3917 --------------------------------------------------
 
 
-def _containers_issues(containers: list[Any], path: Path, seen: set[str]) -> list[FieldIssue]:
+PORT_PROTOCOLS = ("SCTP", "TCP", "UDP")  # supportedPortProtocols, as sets.List sorts it
+PORT_RANGE = "must be between 1 and 65535, inclusive"  # IsValidPortNum
+
+
+def _port(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def ports_issues(
+    ports: list[Any], path: Path, host_ports: set[str], host_network: bool
+) -> list[FieldIssue]:
+    """validateContainerPorts, AccumulateUniqueHostPorts (a hostPort once per protocol and
+    hostIP among the containers) and validateHostNetwork; the protocol defaults to TCP and,
+    with hostNetwork, hostPort to containerPort before validation (SetDefaults_ContainerPort,
+    SetDefaults_PodSpec). The NodePorts filter reads these ports: a pod the API server refuses
+    must not be placed."""
     issues: list[FieldIssue] = []
+    for i, item in enumerate(ports):
+        port, at = _map(item), (*path, i)
+        number, host = _port(port.get("containerPort")), _port(port.get("hostPort")) or 0
+        if not number:
+            issues.append(required_issue((*at, "containerPort")))
+        elif not 1 <= number <= 65535:
+            issues.append(invalid_issue((*at, "containerPort"), number, PORT_RANGE))
+        if host_network and not host:
+            host = number or 0
+        if host and not 1 <= host <= 65535:
+            issues.append(invalid_issue((*at, "hostPort"), host, PORT_RANGE))
+        protocol = port.get("protocol") or "TCP"
+        if protocol not in PORT_PROTOCOLS:
+            issues.append(not_supported_issue((*at, "protocol"), protocol, PORT_PROTOCOLS))
+        if host:
+            key = f"{protocol}/{_text(port.get('hostIP'))}/{host}"
+            if key in host_ports:
+                issues.append(duplicate_issue((*at, "hostPort"), key))
+            host_ports.add(key)
+        if host_network and number and host != number:
+            detail = "must match `containerPort` when `hostNetwork` is true"
+            issues.append(invalid_issue((*at, "hostPort"), host, detail))
+    return issues
+
+
+def _containers_issues(
+    containers: list[Any], path: Path, seen: set[str], host_network: bool = False
+) -> list[FieldIssue]:
+    issues: list[FieldIssue] = []
+    host_ports: set[str] = set()
     for i, item in enumerate(containers):
         body = _map(item)
         at = (*path, i)
@@ -537,6 +582,8 @@ def _containers_issues(containers: list[Any], path: Path, seen: set[str]) -> lis
             )
         resources = _map(body.get("resources"))
         issues += resource_requirements_issues(resources, (*at, "resources"))
+        ports = _items(body.get("ports"))
+        issues += ports_issues(ports, (*at, "ports"), host_ports, host_network)
     return issues
 
 
@@ -557,9 +604,10 @@ def pod_spec_issues(spec: Mapping[str, Any]) -> list[FieldIssue]:
     seen: set[str] = set()
     if not containers:
         issues.append(required_issue((*at, "containers")))
-    issues += _containers_issues(containers, (*at, "containers"), seen)
+    host_network = spec.get("hostNetwork") is True
+    issues += _containers_issues(containers, (*at, "containers"), seen, host_network)
     init = _items(spec.get("initContainers"))
-    issues += _containers_issues(init, (*at, "initContainers"), seen)
+    issues += _containers_issues(init, (*at, "initContainers"), seen, host_network)
     issues += pod_resources_issues(spec)
     issues += _enum_issue(spec, "restartPolicy", RESTART_POLICIES)
     issues += _enum_issue(spec, "dnsPolicy", DNS_POLICIES)

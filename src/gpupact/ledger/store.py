@@ -240,6 +240,8 @@ class Ledger:
         not exist is bad input, not a new empty ledger."""
         url = database_url(db)
         if not create and "://" not in db and not Path(db).is_file():
+            if Path(db).exists():  # a directory, a FIFO, a device: not missing
+                raise InputError("not a regular file, expected a ledger (SQLite)", file=db)
             raise InputError("no such ledger file (ingest into it first)", file=db)
         try:
             engine = sa.create_engine(url)

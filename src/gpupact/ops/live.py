@@ -98,12 +98,14 @@ def _client(context: str | None, kubeconfig: str | None) -> Any:
         ) from None
     if kubeconfig is not None and Path(kubeconfig).is_dir():
         raise InputError("is a directory, expected a kubeconfig file", file=kubeconfig)
-    if kubeconfig is not None and not Path(kubeconfig).is_file():
+    if kubeconfig is not None and not Path(kubeconfig).exists():  # a FIFO: refused below
         raise InputError("no such file", file=kubeconfig)
     files = kubeconfig or os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG
     _check_kubeconfig_files(files)
     settings = k8s.Configuration()
     try:
+        if kubeconfig is None and context is not None and not _any_exists(files):
+            raise InputError(f"--context {context}: no kubeconfig at {files} to find it in")
         if kubeconfig is None and context is None and not _any_exists(files):
             if not os.environ.get("KUBERNETES_SERVICE_HOST"):
                 raise InputError(
@@ -119,6 +121,11 @@ def _client(context: str | None, kubeconfig: str | None) -> Any:
                 persist_config=False,  # never rewrite the user's kubeconfig
             )
     except ConfigException as err:
+        if context is not None and f"with name {context} in" in str(err):  # as kubectl says it
+            known = ", ".join(_context_names(config, files)) or "none"
+            raise InputError(
+                f'--context: context "{context}" does not exist in {files} (contexts: {known})'
+            ) from None
         raise InputError(f"kubeconfig: {err}") from None
     except FileNotFoundError as err:  # the kubeconfig, or a certificate file it names
         raise InputError("no such file", file=err.filename or files) from None
@@ -152,6 +159,14 @@ def _check_kubeconfig_files(files: str) -> None:
             raise InputError(
                 f"larger than {MAX_KUBECONFIG_BYTES >> 20} MiB: not a kubeconfig", file=name
             )
+
+
+def _context_names(config: Any, files: str) -> list[str]:
+    try:
+        contexts, _ = config.list_kube_config_contexts(config_file=files)
+    except Exception:  # only for the message: the file was read once already
+        return []
+    return [str(c.get("name")) for c in contexts or [] if isinstance(c, dict)]
 
 
 def _any_exists(files: str) -> bool:

@@ -31,7 +31,9 @@ def snapshot_files(directory: str | Path) -> list[Path]:
         raise InputError("no such directory", file=str(directory))
     if not root.is_dir():
         raise InputError("not a directory (give the snapshot folder)", file=str(directory))
-    files = sorted(p for p in root.iterdir() if p.is_file() and p.suffix.lower() in SUFFIXES)
+    # a FIFO, a device or a dangling link named *.json is read (and refused), not skipped: a
+    # snapshot silently without its pods would be a different cluster
+    files = sorted(p for p in root.iterdir() if p.suffix.lower() in SUFFIXES and not p.is_dir())
     if not files:
         raise InputError(
             f"no {', '.join(SUFFIXES)} files: expected `kubectl get ... -o json` output",

@@ -41,6 +41,8 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from fractions import Fraction
 
+from gpupact.errors import InputError
+
 GIB = 2**30
 
 
@@ -147,4 +149,12 @@ def engine_flags(
         flags = replace(flags, max_num_seqs=max_num_seqs)
     if max_num_batched_tokens is not None:
         flags = replace(flags, max_num_batched_tokens=max_num_batched_tokens)
+    if engine is Engine.vllm and flags.max_num_batched_tokens < flags.max_num_seqs:
+        # vllm/config/scheduler.py (SchedulerConfig): "max_num_batched_tokens ... must be
+        # greater than or equal to max_num_seqs" - the server does not start
+        raise InputError(
+            f"--max-num-batched-tokens: {flags.max_num_batched_tokens} is below max_num_seqs "
+            f"({flags.max_num_seqs}{'' if max_num_seqs else ', the default on this GPU'}): "
+            "vLLM refuses to start; raise it or lower --max-num-seqs"
+        )
     return flags

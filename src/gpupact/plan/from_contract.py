@@ -27,7 +27,7 @@ from gpupact.errors import InputError
 from gpupact.plan.gpus import CATALOGUE as GPUS
 from gpupact.plan.gpus import GpuModel, find_gpu
 from gpupact.plan.memory import GPU_MEMORY_UTILIZATION
-from gpupact.plan.model_config import arch_from_flags, with_flags
+from gpupact.plan.model_config import arch_from_flags, arch_problem, with_flags
 from gpupact.plan.models import ModelArch, UnknownModel, approximate_dense, resolve_model
 from gpupact.plan.workload import (
     DEFAULT_INPUT,
@@ -114,8 +114,7 @@ def model_problem(service: Service) -> tuple[str, str] | None:
         return None
     given = spec.architecture.given() if spec.architecture else {}
     try:
-        resolve_model(spec.name)
-        return None
+        arch = with_flags(resolve_model(spec.name).arch, **given)
     except UnknownModel as err:
         if not given:
             close = f"closest: {', '.join(err.close)}; " if err.close else ""
@@ -123,12 +122,30 @@ def model_problem(service: Service) -> tuple[str, str] | None:
                 f"unknown model {spec.name!r} ({close}describe it under model.architecture: "
                 f"layers, hidden, heads, kvHeads, vocab, ...)"
             )
-    missing = [k for k in ("layers", "hidden", "heads", "vocab") if k not in given]
-    if missing:
-        return "architecture", (
-            f"{spec.name!r} is not in the catalogue, so its architecture needs {', '.join(missing)}"
-        )
+        missing = [k for k in ("layers", "hidden", "heads", "vocab") if k not in given]
+        if missing:
+            return "architecture", (
+                f"{spec.name!r} is not in the catalogue, so its architecture needs "
+                f"{', '.join(missing)}"
+            )
+        arch = arch_from_flags(spec.name, **given)
+    # the catalogue's shape with the contract's fields in it: a head 0 wide or KV heads that
+    # do not divide the heads would be planned, not refused
+    problem = arch_problem(arch)
+    if problem is not None:
+        field, reason = problem
+        return "architecture", f"{_CONTRACT_FIELDS[field]}: {reason}"
     return None
+
+
+# ModelArch field -> the contract's model.architecture field that sets it
+_CONTRACT_FIELDS = {
+    "head_dim": "heads",
+    "kv_heads": "kvHeads",
+    "vocab": "vocab",
+    "experts_per_token": "expertsPerToken",
+    "dense_layers": "denseLayers",
+}
 
 
 def headroom_of(contract: Contract, service: Service) -> int:

@@ -10,14 +10,14 @@ num_key_value_heads means multi-head attention (transformers' own default), neve
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from gpupact.contract.schema import Quantization
+from gpupact.contract.schema import INT32_MAX, Quantization
 from gpupact.errors import InputError
 from gpupact.plan.models import ModelArch
+from gpupact.source import parse_documents, read_text
 
 MAX_CONFIG_BYTES = 4 * 2**20
 
@@ -30,7 +30,50 @@ def _int(data: dict[str, Any], key: str, where: str, default: int | None = None)
         raise InputError(f"{where}: {key}: missing (a positive integer is needed)")
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InputError(f"{where}: {key}: expected a non-negative integer, got {value!r}")
+    if value > INT32_MAX:  # as the contract's architecture fields: transformers' are int32 too
+        raise InputError(f"{where}: {key}: more than {INT32_MAX}, no model's size")
     return value
+
+
+# ModelArch field -> (config.json key, plan flag)
+_NAMES = {
+    "head_dim": ("num_attention_heads", "--heads"),
+    "kv_heads": ("num_key_value_heads", "--kv-heads"),
+    "vocab": ("vocab_size", "--vocab"),
+    "experts_per_token": ("num_experts_per_tok", "--experts-per-token"),
+    "dense_layers": ("first_k_dense_replace", "--layers"),
+}
+
+
+def arch_problem(arch: ModelArch) -> tuple[str, str] | None:
+    """(ModelArch field, reason) of the first size no model has: it would plan a KV cache or
+    weights of nothing (a head 0 wide, no KV heads) rather than refuse."""
+    if arch.head_dim < 1:
+        return "head_dim", (
+            f"{arch.heads} heads leave a head no width (head_dim {arch.head_dim}; hidden "
+            f"{arch.hidden})"
+        )
+    if arch.kv_heads < 1:
+        return "kv_heads", "at least 1 KV head is needed"
+    if arch.heads % arch.kv_heads:
+        return "kv_heads", f"{arch.kv_heads} does not divide the {arch.heads} attention heads"
+    if arch.vocab < 1:
+        return "vocab", "at least 1 token is needed"
+    if arch.dense_layers > arch.layers:  # the first k layers dense, of the model's layers
+        return "dense_layers", f"{arch.dense_layers}: more than the {arch.layers} layers"
+    if arch.experts and not 1 <= arch.experts_per_token <= arch.experts:
+        return "experts_per_token", (
+            f"{arch.experts_per_token}: between 1 and the {arch.experts} experts"
+        )
+    return None
+
+
+def check_flag_arch(arch: ModelArch) -> None:
+    """An architecture the flags made (a config.json's own is checked where it is read)."""
+    problem = arch_problem(arch)
+    if problem is not None:
+        field, reason = problem
+        raise InputError(f"{_NAMES[field][1]}: {reason}")
 
 
 def _line_of(text: str, key: str) -> int:
@@ -55,6 +98,7 @@ def _quantization(data: dict[str, Any]) -> Quantization | None:
         groups = q.get("config_groups") or {}
         first = next(iter(groups.values()), {}) if isinstance(groups, dict) else {}
         weights = first.get("weights", {}) if isinstance(first, dict) else {}
+        weights = weights if isinstance(weights, dict) else {}
         if weights.get("num_bits") == 4:
             return Quantization.int4
         if weights.get("type") == "float":
@@ -71,19 +115,16 @@ def read_model_config(path: str) -> tuple[ModelArch, Quantization | None]:
     """The architecture in a config.json and the weights format its quantization_config names.
     Bad input is an InputError naming the file, line and field."""
     p = Path(path)
-    if not p.is_file():
-        raise InputError(f"--model-config: {path}: not a readable regular file")
-    raw = p.read_bytes()[: MAX_CONFIG_BYTES + 1]
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise InputError(f"--model-config: {path}: larger than {MAX_CONFIG_BYTES} bytes")
-    try:
-        text = raw.decode("utf-8-sig")
-        data = json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        line = getattr(err, "lineno", 1)
-        raise InputError(f"{path}:{line}: not JSON: {err}") from None
+    # bounded, regular files only; numbers past int/float, NaN, deep nesting: located errors
+    text = read_text(p)
+    docs = parse_documents(text, str(path))
+    data = docs[0].data if len(docs) == 1 else None
     if not isinstance(data, dict):
         raise InputError(f"{path}:1: expected a JSON object (a Hugging Face config.json)")
+    odd = next((key for key in data if not isinstance(key, str)), None)
+    if odd is not None:  # YAML can write one; no config.json has it
+        line, column = docs[0].locate([odd]) or (1, 1)
+        raise InputError(f"{path}:{line}:{column}: {odd!r}: expected string keys")
     if isinstance(data.get("text_config"), dict):  # multimodal wrappers keep the LM inside
         data = {**data, **data["text_config"]}
 
@@ -128,11 +169,10 @@ def read_model_config(path: str) -> tuple[ModelArch, Quantization | None]:
     )
     if experts and not arch.experts_per_token:
         raise InputError(f"{where('num_experts_per_tok')}: num_experts_per_tok: missing for MoE")
-    if arch.heads % max(1, arch.kv_heads):
-        raise InputError(
-            f"{where('num_key_value_heads')}: num_key_value_heads: {arch.kv_heads} does not "
-            f"divide num_attention_heads ({arch.heads})"
-        )
+    problem = arch_problem(arch)
+    if problem is not None:
+        key = _NAMES[problem[0]][0]
+        raise InputError(f"{where(key)}: {key}: {problem[1]}")
     return arch, _quantization(data)
 
 

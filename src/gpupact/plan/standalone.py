@@ -16,7 +16,12 @@ from gpupact.contract.schema import ColdStart, Quantization
 from gpupact.errors import InputError
 from gpupact.plan.gpus import close_gpus, find_gpu
 from gpupact.plan.memory import EngineSettings
-from gpupact.plan.model_config import arch_from_flags, read_model_config, with_flags
+from gpupact.plan.model_config import (
+    arch_from_flags,
+    check_flag_arch,
+    read_model_config,
+    with_flags,
+)
 from gpupact.plan.models import ModelArch, UnknownModel, dense_shape, resolve_model
 from gpupact.plan.workload import TokenStats, Workload, default_kv_dtype
 
@@ -100,6 +105,7 @@ def standalone_workload(
 ) -> Workload:
     """Unknown model or GPU, or sizes that cannot be, are InputError."""
     arch, implied, notes = _model(model, model_config, params, arch_flags or {})
+    check_flag_arch(arch)  # what the flags changed (a config.json is checked as it is read)
     if quantization is not None and implied is not None and quantization is not implied:
         notes.append(
             f"--quantization {quantization.value} overrides the {implied.value} the model's "

@@ -128,8 +128,8 @@ def patched(node: Node, patch: Mapping[str, Any]) -> Node:
     labels = patch.get("metadata", {}).get("labels", {})
     meta["labels"] = {**(meta.get("labels") or {}), **labels}
     taints = patch.get("spec", {}).get("taints")
-    if taints is not None:
-        raw.setdefault("spec", {})["taints"] = [dict(t) for t in taints]
+    if taints is not None:  # `spec: null` is an empty spec, as the API server decodes it
+        raw["spec"] = {**(raw.get("spec") or {}), "taints": [dict(t) for t in taints]}
     return read_node(raw)
 
 

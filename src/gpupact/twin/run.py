@@ -15,13 +15,19 @@ from gpupact.twin.scenario import SCENARIO_FILE, LoadedScenario, load_scenario
 from gpupact.twin.simulation import Simulation
 
 
+def _present(path: Path) -> bool:
+    return path.exists() or path.is_symlink()  # a dangling link is reported, not skipped
+
+
 def scenario_paths(path: str | Path) -> list[Path]:
     p = Path(path)
-    if p.is_file() or (p / SCENARIO_FILE).is_file():
+    # anything there that is not a directory is the scenario file: reading it says what is
+    # wrong with a FIFO, a device or a directory named scenario.yaml
+    if (p.exists() and not p.is_dir()) or _present(p / SCENARIO_FILE):
         return [p]
     if not p.is_dir():
         raise InputError("no such scenario directory", file=str(p))
-    variants = sorted(d for d in p.iterdir() if (d / SCENARIO_FILE).is_file())
+    variants = sorted(d for d in p.iterdir() if _present(d / SCENARIO_FILE))
     if not variants:
         raise InputError(
             f"no {SCENARIO_FILE} here nor in its sub-directories (one per variant)", file=str(p)

@@ -35,13 +35,14 @@ contract.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from gpupact.contract.loader import (
     ContractInvalid,
@@ -74,8 +75,10 @@ def _number(value: object) -> float:
     """A plain YAML number (int or float; not a boolean, not a string)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"expected a number, got {value!r}")
-    if isinstance(value, int) and abs(value) > 10**15:
-        raise ValueError(f"number out of range: {value}")
+    if isinstance(value, float) and not math.isfinite(value):  # not "out of range" for NaN
+        raise ValueError(f"expected a finite number, got {value!r}")
+    if abs(value) > 10**15:  # a float too: 1e308 requests/s overflowed the serving model
+        raise ValueError("number out of range: more than 1e15 in magnitude")
     return float(value)
 
 
@@ -162,10 +165,21 @@ class Fault(Model):
         return self
 
 
+def _at_least_step(period: timedelta) -> timedelta:
+    """A controller's loop period: one event a period over up to a month, so it is bounded
+    below as the tick is (0 would never advance; 1ms would be 2.7 billion events)."""
+    if period < MIN_STEP:
+        raise ValueError(f"must be at least {MIN_STEP.seconds}s, the twin's finest step")
+    return period
+
+
+Period = Annotated[Duration, AfterValidator(_at_least_step)]
+
+
 class Hpa(Model):
     """kube-controller-manager's HPA settings (upstream defaults)."""
 
-    sync_period: Duration = timedelta(seconds=15)
+    sync_period: Period = timedelta(seconds=15)
     tolerance: Ratio = 0.1
     scale_up_stabilization: Duration = timedelta(0)
     scale_down_stabilization: Duration = timedelta(minutes=5)
@@ -200,7 +214,7 @@ class Autoscaler(Model):
 
     enabled: bool = True
     provisioner: Provisioner = Provisioner.karpenter
-    scan_interval: Duration = timedelta(seconds=10)
+    scan_interval: Period = timedelta(seconds=10)
     new_pod_scale_up_delay: Duration = timedelta(0)
     scale_down_unneeded: Duration = timedelta(minutes=10)
     batch_idle_duration: Duration = timedelta(seconds=1)
@@ -298,7 +312,7 @@ def load_scenario(path: str | Path) -> LoadedScenario:
     doc = single_document(read_text(file), str(file), KIND, API_VERSION)
     scenario = validate_model(Scenario, doc)
     contract_path = (file.parent / scenario.contract).resolve()
-    if not contract_path.is_file():
+    if not contract_path.exists():  # load_contract says what else is wrong
         raise doc.error(FieldError(("contract",), f"contract file {scenario.contract!r} not found"))
     loaded = load_contract(contract_path)
     _check_names(scenario, loaded, doc)
