@@ -544,3 +544,18 @@ def test_a_profiles_ledger_that_is_no_file_is_not_called_missing(tmp_path: Path,
         pytest.skip("no /dev/zero")
     line = assert_one_line(run(*PLAN, "--model", "llama-3.1-8b", "--profiles", path), str(path))
     assert "regular file" in line and "no such" not in line
+
+
+def test_a_step_budget_too_small_to_simulate_is_refused_not_run() -> None:
+    # work grows as tokens / budget: 4 tokens a step took minutes; refused in one line
+    from gpupact.errors import InputError
+    from gpupact.plan.engine_flags import MIN_BATCHED_TOKENS, Engine, engine_flags
+
+    with pytest.raises(InputError, match=f"below the {MIN_BATCHED_TOKENS} plan models"):
+        engine_flags(
+            Engine.vllm, 80 * 2**30, "h100-80gb", 1, max_num_seqs=1, max_num_batched_tokens=4
+        )
+    flags = engine_flags(
+        Engine.vllm, 80 * 2**30, "h100-80gb", 1, max_num_seqs=16, max_num_batched_tokens=64
+    )
+    assert flags.max_num_batched_tokens == 64

@@ -131,6 +131,9 @@ def default_flags(engine: Engine, device_memory: int, gpu_name: str, tp: int) ->
     )
 
 
+MIN_BATCHED_TOKENS = 64  # the smallest step budget plan simulates (~9 CPU s a curve)
+
+
 def engine_flags(
     engine: Engine,
     device_memory: int,
@@ -149,6 +152,13 @@ def engine_flags(
         flags = replace(flags, max_num_seqs=max_num_seqs)
     if max_num_batched_tokens is not None:
         flags = replace(flags, max_num_batched_tokens=max_num_batched_tokens)
+    if flags.max_num_batched_tokens < MIN_BATCHED_TOKENS:
+        # plan runs the engine step by step: its work grows as tokens / budget, and a budget
+        # of a few tokens would take minutes per latency curve (no server is run this way)
+        raise InputError(
+            f"--max-num-batched-tokens: {flags.max_num_batched_tokens} tokens a step is below "
+            f"the {MIN_BATCHED_TOKENS} plan models; give at least {MIN_BATCHED_TOKENS}"
+        )
     if engine is Engine.vllm and flags.max_num_batched_tokens < flags.max_num_seqs:
         # vllm/config/scheduler.py (SchedulerConfig): "max_num_batched_tokens ... must be
         # greater than or equal to max_num_seqs" - the server does not start
