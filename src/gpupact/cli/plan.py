@@ -25,6 +25,7 @@ from gpupact.contract.units import parse_duration, parse_params, parse_percent
 from gpupact.errors import InputError
 from gpupact.plan.capacity import plan_workload
 from gpupact.plan.engine_flags import Engine
+from gpupact.plan.from_contract import require_known_models
 from gpupact.plan.memory import EngineSettings
 from gpupact.plan.planner import plan_contract
 from gpupact.plan.report import contract_dict, service_dict
@@ -157,7 +158,9 @@ def plan_command(
         if given:
             raise InputError(f"{' and '.join(given)}: plan a contract or flags, not both")
         path = contract_file(file, file_option, "gpupact plan CONTRACT.yaml")
-        contract = load_contract(path).contract
+        loaded = load_contract(path)
+        require_known_models(loaded)
+        contract = loaded.contract
         if profiles is not None:
             contract = with_measured_tokens(contract, measured_tokens(profiles))
         data = contract_dict(plan_contract(contract, service=service, ttft_slo_s=slo))

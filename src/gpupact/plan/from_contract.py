@@ -22,6 +22,7 @@ import math
 from fractions import Fraction
 
 from gpupact.contract.headroom import service_headroom
+from gpupact.contract.loader import LoadedContract
 from gpupact.contract.schema import Contract, Pool, Quantization, Service
 from gpupact.errors import InputError
 from gpupact.plan.gpus import CATALOGUE as GPUS
@@ -103,6 +104,19 @@ def service_model(
     implied = resolved.from_name or resolved.arch.native is not Quantization.bf16
     weights = spec.quantization if explicit or not implied else resolved.weights
     return with_flags(resolved.arch, **given), weights, []
+
+
+def require_known_models(loaded: LoadedContract) -> None:
+    """Refuse, at the contract's file and line, the first service whose model the planner
+    cannot know (what `check` reports as unknown-model)."""
+    for i, service in enumerate(loaded.contract.services):
+        problem = model_problem(service)
+        if problem is not None:
+            field, message = problem
+            path = ("services", i, "model", field)
+            where = loaded.locate(path)
+            line, column = where if where else (None, None)
+            raise InputError(message, file=loaded.file, path=path, line=line, column=column)
 
 
 def model_problem(service: Service) -> tuple[str, str] | None:

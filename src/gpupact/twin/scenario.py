@@ -62,6 +62,7 @@ from gpupact.contract.schema import (
     Positive,
 )
 from gpupact.errors import FieldError, InputError
+from gpupact.plan.from_contract import require_known_models
 from gpupact.source import Document, read_text
 
 KIND = "Scenario"
@@ -315,6 +316,7 @@ def load_scenario(path: str | Path) -> LoadedScenario:
     if not contract_path.exists():  # load_contract says what else is wrong
         raise doc.error(FieldError(("contract",), f"contract file {scenario.contract!r} not found"))
     loaded = load_contract(contract_path)
+    require_known_models(loaded)  # the serving model needs each service's architecture
     _check_names(scenario, loaded, doc)
     return LoadedScenario(scenario, loaded, doc, file.parent)
 
