@@ -93,4 +93,3 @@ def test_bad_architectures_are_located(architecture, message):
     assert error.path[:4] == ("services", 0, "model", "architecture")
     assert error.line is not None
     assert message in error.message
-

@@ -8,7 +8,7 @@ from pathlib import Path
 from twin_helpers import contract, scenario, write
 from typer.testing import CliRunner
 
-import gpupact.cli.plan  # noqa: F401  (registers `plan`)
+import gpupact.cli.plan
 import gpupact.cli.simulate  # noqa: F401  (registers `simulate`)
 from gpupact.cli.main import app
 
