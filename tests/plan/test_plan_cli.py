@@ -135,7 +135,9 @@ def test_a_contract_naming_an_unknown_model_is_the_same_error(tmp_path: Path) ->
     path.write_text(text)
     code, _, err = run(path)
     assert code == 2
-    assert "service cs-agent: model.name: unknown model 'qwen2.5-15b-instruct'" in err
+    # located at the contract's line and field, as `check` reports it (unknown-model)
+    assert "contract.yaml:" in err and "services[0].model.name: " in err
+    assert "unknown model 'qwen2.5-15b-instruct'" in err
     assert "closest: " in err and "qwen2.5-14b" in err
 
 
