@@ -30,6 +30,7 @@ from gpupact.plan.gpus import CATALOGUE as GPUS
 from gpupact.plan.memory import replica_memory
 from gpupact.plan.models import CATALOGUE as MODELS
 from gpupact.plan.workload import TokenStats
+from gpupact.twin.load_curve import mean_rate
 from gpupact.twin.serving import EngineQueue
 
 TICK_S = 10.0  # the twin's default tick (scenario `step`)
@@ -168,7 +169,7 @@ def twin_ticks(
     starts = np.arange(0.0, horizon, TICK_S)
     p50, p99 = [], []
     for t in starts:
-        tick = queue.step(rate_at(points, t), 1, TICK_S)
+        tick = queue.step(mean_rate(points, t, t + TICK_S), 1, TICK_S)  # as the simulation
         p50.append(tick.ttft_p50_s)
         p99.append(tick.ttft_p99_s)
     return starts, np.array(p50), np.array(p99)

@@ -42,7 +42,7 @@ Loads are shares of the replica's own saturation rate. Stated bounds:
 - time with the tick's TTFT P99 over an SLO of 3, 10 and 30 x the top point's P99: from one
   tick less than the engine's to 2 x + two ticks + a batch turnover more (the twin's peak is
   higher by the onset's batch and the knee's TTFT, and an SLO near the peak magnifies that).
-The twin sees a load change at its tick (10 s) and a step up one tick late: both included.
+The twin steps at its tick (10 s) with the tick's mean rate, as the simulation does.
 """
 
 from __future__ import annotations

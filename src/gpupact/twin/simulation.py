@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import copy
 import heapq
-import itertools
 import math
 import random
 from collections import defaultdict
@@ -50,6 +49,7 @@ from gpupact.twin.autoscaler import (
 from gpupact.twin.control import ControlPlane, PodRecord, Preemption
 from gpupact.twin.cron import fire_times, zone_of
 from gpupact.twin.hpa import HpaController, metric_total
+from gpupact.twin.load_curve import mean_rate
 from gpupact.twin.metric_delay import MetricPipeline, QueueSample, queue_counts
 from gpupact.twin.metrics import PendingSample, Recorder, Usage, finite, summarize
 from gpupact.twin.prewarm import PLACEHOLDER_CLASS, PrewarmRun, prewarm_jobs, prewarm_runs
@@ -363,7 +363,7 @@ class Simulation:
         now = self.now
         dt = self.step
         for name, run in self.services.items():
-            rps = _rate(self.rates.get(name, ()), now)
+            rps = mean_rate(self.rates.get(name, ()), now, now + dt)  # the tick's arrivals
             ready = len(run.ready(now))
             latency = run.queue.step(rps, ready, dt)
             running, waiting = queue_counts(run.queue)
@@ -1325,17 +1325,6 @@ def pull_policy(pod: Pod) -> str:
         return "IfNotPresent"
     tag = image.rsplit("/", 1)[-1].partition(":")[2]
     return "Always" if tag in ("", "latest") else "IfNotPresent"
-
-
-def _rate(points: Any, t: float) -> float:
-    if not points:
-        return 0.0
-    if t <= points[0][0]:
-        return points[0][1]
-    for (t1, v1), (t2, v2) in itertools.pairwise(points):
-        if t1 <= t <= t2:
-            return v1 if t2 == t1 else v1 + (v2 - v1) * (t - t1) / (t2 - t1)
-    return points[-1][1]
 
 
 def _range(start: float, stop: float, step: float) -> list[float]:
