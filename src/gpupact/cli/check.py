@@ -74,25 +74,16 @@ def compile_refusals(contract: Contract, now: datetime) -> list[Finding]:
 def unknown_model_findings(contract: Contract) -> list[Finding]:
     """Models `plan` and the twin cannot size (outside the catalogue, no architecture given):
     an error here, so a contract check passes is one they can run."""
-    from gpupact.plan.from_contract import model_problem
+    from gpupact.plan.from_contract import model_problems
 
-    out = []
-    for i, service in enumerate(contract.services):
-        problem = model_problem(service)
-        if problem is not None:
-            field, message = problem
-            out.append(
-                Finding(
-                    "unknown-model",
-                    Severity.error,
-                    ("services", i, "model", field),
-                    f"service/{service.name}",
-                    message,
-                    "use a catalogue name (gpupact plan --help lists the sources in docs/plan.md)"
-                    " or describe the model under model.architecture",
-                )
-            )
-    return out
+    fix = (
+        "use a catalogue name (gpupact plan --help lists the sources in docs/plan.md)"
+        " or describe the model under model.architecture"
+    )
+    return [
+        Finding("unknown-model", Severity.error, path, f"service/{service.name}", message, fix)
+        for path, service, message in model_problems(contract)
+    ]
 
 
 def _refusal(path: tuple[PathPart, ...], subject: str, message: str) -> Finding:

@@ -19,12 +19,13 @@ Assumptions the contract forces are recorded on the workload and printed with th
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from fractions import Fraction
 
 from gpupact.contract.headroom import service_headroom
 from gpupact.contract.loader import LoadedContract
 from gpupact.contract.schema import Contract, Pool, Quantization, Service
-from gpupact.errors import InputError
+from gpupact.errors import InputError, PathPart
 from gpupact.plan.gpus import CATALOGUE as GPUS
 from gpupact.plan.gpus import GpuModel, find_gpu
 from gpupact.plan.memory import GPU_MEMORY_UTILIZATION
@@ -106,17 +107,22 @@ def service_model(
     return with_flags(resolved.arch, **given), weights, []
 
 
-def require_known_models(loaded: LoadedContract) -> None:
-    """Refuse, at the contract's file and line, the first service whose model the planner
-    cannot know (what `check` reports as unknown-model)."""
-    for i, service in enumerate(loaded.contract.services):
+def model_problems(contract: Contract) -> Iterator[tuple[tuple[PathPart, ...], Service, str]]:
+    """(field path, service, message) of every service whose model the planner cannot know."""
+    for i, service in enumerate(contract.services):
         problem = model_problem(service)
         if problem is not None:
             field, message = problem
-            path = ("services", i, "model", field)
-            where = loaded.locate(path)
-            line, column = where if where else (None, None)
-            raise InputError(message, file=loaded.file, path=path, line=line, column=column)
+            yield ("services", i, "model", field), service, message
+
+
+def require_known_models(loaded: LoadedContract) -> None:
+    """Refuse, at the contract's file and line, the first service whose model the planner
+    cannot know (what `check` reports as unknown-model)."""
+    for path, _service, message in model_problems(loaded.contract):
+        where = loaded.locate(path)
+        line, column = where if where else (None, None)
+        raise InputError(message, file=loaded.file, path=path, line=line, column=column)
 
 
 def model_problem(service: Service) -> tuple[str, str] | None:
