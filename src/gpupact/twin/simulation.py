@@ -266,8 +266,7 @@ class Simulation:
                     if job.schedule is None:
                         self._at(0.0, "job", template.name)
                         continue
-                    # read in the compiled CronJob's timeZone (the contract's)
-                    zone = zone_of(self.world.contract.time_zone)
+                    zone = zone_of(template.time_zone)  # the compiled CronJob's
                     for moment in fire_times(job.schedule, self.start, end, zone):
                         self._at((moment - self.start).total_seconds(), "job", template.name)
         for arrivals, name in self.world.generated:

@@ -264,6 +264,7 @@ class JobTemplate:
     volcano_queue: str | None
     gpus_per_pod: float
     schedule: str | None = None
+    time_zone: str = "Etc/UTC"  # the compiled CronJob's timeZone (its schedule's wall clock)
 
 
 @dataclass
@@ -529,7 +530,7 @@ def _job_template(
         return JobTemplate(
             job.name, job.tenant, job.workload_class, job.pool or "", pod,
             int(task["replicas"]), int(vjob["spec"].get("minAvailable", task["replicas"])),
-            duration, None, 0, vjob["spec"].get("queue"), gpus, job.schedule,
+            duration, None, 0, vjob["spec"].get("queue"), gpus, job.schedule, contract.time_zone,
         )  # fmt: skip
     cron = bundle.find("CronJob", job.name, namespace)
     if cron is not None:
@@ -547,6 +548,7 @@ def _job_template(
         int(job_spec.get("parallelism", 1)), 1, duration,
         labels.get(KUEUE_QUEUE_LABEL), wpc.get(labels.get(KUEUE_PRIORITY_LABEL, ""), 0),
         None, gpus, job.schedule,
+        cron["spec"].get("timeZone", "Etc/UTC") if cron is not None else contract.time_zone,
     )  # fmt: skip
 
 
