@@ -108,13 +108,7 @@ class ClusterSimulation(Simulation):
         size = template.pods_per_replica
         group = template.group
         if size > 1:  # each LeaderWorkerSet group is a gang of its own (as _create_replica)
-            group = PodGroup(
-                name=name,
-                namespace=template.pod.namespace,
-                queue=self._service_queue(template),
-                min_member=size,
-                priority_class_name=template.pod.template["spec"].get("priorityClassName", ""),
-            )
+            group = self._replica_group(template, name)
             self.control.groups[group.key] = group
         for c in members:
             self.control.bound[c.pod.key] = PodRecord(

@@ -782,13 +782,7 @@ class Simulation:
         if size > 1:
             labels[LWS_GROUP_KEY] = name
             annotations[GROUP_ANNOTATION] = name
-            group = PodGroup(
-                name=name,
-                namespace=template.pod.namespace,
-                queue=self._service_queue(template),
-                min_member=size,
-                priority_class_name=template.pod.template["spec"].get("priorityClassName", ""),
-            )
+            group = self._replica_group(template, name)
             if template.exclusive_topology:
                 affinity = dict(template.pod.template["spec"].get("affinity", {}))
                 affinity.update(lws_affinity(name, template.exclusive_topology))
@@ -820,6 +814,16 @@ class Simulation:
         replica = Replica(name, keys, self.now)
         run.replicas.append(replica)
         self.replica_of[name] = (run, replica)
+
+    def _replica_group(self, template: ServiceTemplate, name: str) -> PodGroup:
+        """A multi-pod replica's own gang (a LeaderWorkerSet group: one PodGroup of `size`)."""
+        return PodGroup(
+            name=name,
+            namespace=template.pod.namespace,
+            queue=self._service_queue(template),
+            min_member=template.pods_per_replica,
+            priority_class_name=template.pod.template["spec"].get("priorityClassName", ""),
+        )
 
     def _service_queue(self, template: ServiceTemplate) -> str:
         """The Volcano queue of a gang replica: LWS creates each replica's PodGroup in the
