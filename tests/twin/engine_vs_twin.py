@@ -115,12 +115,6 @@ def constants(name: str) -> Iterator[None]:
         latency_curve.cache_clear()
 
 
-def rate_at(points: list[tuple[float, float]], t: float) -> float:
-    """Piecewise-linear rate through (seconds, requests/s) points, flat outside them."""
-    times = [p[0] for p in points]
-    return float(np.interp(t, times, [p[1] for p in points]))
-
-
 def arrivals(points: list[tuple[float, float]], horizon: float, seed: int) -> np.ndarray:
     """Poisson arrivals of rate r(t) on [0, horizon): thinning a process of the top rate."""
     rng = np.random.default_rng(seed)

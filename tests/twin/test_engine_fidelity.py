@@ -60,10 +60,10 @@ from engine_vs_twin import (
     compare,
     constants,
     over_slo_s,
-    rate_at,
 )
 
 from gpupact.plan.engine_load import latency_curve
+from gpupact.twin.load_curve import rate_at
 
 MINUTE = 60.0
 SEED = 7
