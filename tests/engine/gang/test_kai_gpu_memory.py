@@ -7,6 +7,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+from kai_objects import kai_group, queue
+from kai_objects import kai_pod as pod
 
 from gpupact.engine.gang import TaskStatus
 from gpupact.engine.kai import KaiSession, parse_kai_podgroup, parse_kai_queue
@@ -23,41 +25,12 @@ def node(name: str, gpus: int, memory_label: str | None = A100_40G) -> dict:
     return {"metadata": {"name": name, "labels": labels}, "status": {"allocatable": alloc}}
 
 
-def pod(name: str, job: str, node_name: str = "", groups=(), **annotations: str) -> dict:
-    meta = {
-        "name": name,
-        "namespace": "ns",
-        "uid": name,
-        "annotations": {"pod-group-name": job, **annotations},
-    }
-    if groups:
-        meta["labels"] = {"runai-gpu-group": groups[0]}
-    spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
-    phase = "Pending"
-    if node_name:
-        spec["nodeName"] = node_name
-        phase = "Running"
-    return {"metadata": meta, "spec": spec, "status": {"phase": phase}}
-
-
 def mem(name: str, job: str, mib: str, node_name: str = "", groups=()) -> dict:
     return pod(name, job, node_name, groups, **{"gpu-memory": mib})
 
 
-def queue(name: str, quota: float, limit: float = -1, parent: str = "dept") -> dict:
-    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
-    gpu = {"quota": quota, "limit": limit, "overQuotaWeight": 1}
-    spec = {"resources": {"gpu": gpu, "cpu": unlimited, "memory": unlimited}}
-    if parent:
-        spec["parentQueue"] = parent
-    return {"metadata": {"name": name}, "spec": spec}
-
-
 def group(name: str, cls: str = "train", min_member: int = 1) -> dict:
-    return {
-        "metadata": {"name": name, "namespace": "ns"},
-        "spec": {"minMember": min_member, "queue": "q", "priorityClassName": cls},
-    }
+    return kai_group(name, cls, min_member)
 
 
 def open_session(nodes, pods, groups, q=None) -> KaiSession:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+from kai_objects import kai_group, kai_pod, queue
 
 from gpupact.engine.gang import TaskStatus
 from gpupact.engine.kai import KaiSession, parse_kai_podgroup, parse_kai_queue
@@ -23,36 +24,11 @@ def node(name: str, gpus: int, pods: int = 110) -> dict:
 
 
 def pod(name: str, job: str, fraction: str, node_name: str = "", groups=()) -> dict:
-    meta = {
-        "name": name,
-        "namespace": "ns",
-        "uid": name,
-        "annotations": {"pod-group-name": job, "gpu-fraction": fraction},
-    }
-    if groups:
-        meta["labels"] = {"runai-gpu-group": groups[0]}
-    spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
-    phase = "Pending"
-    if node_name:
-        spec["nodeName"] = node_name
-        phase = "Running"
-    return {"metadata": meta, "spec": spec, "status": {"phase": phase}}
-
-
-def queue(name: str, quota: float, limit: float = -1, parent: str = "dept") -> dict:
-    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
-    gpu = {"quota": quota, "limit": limit, "overQuotaWeight": 1}
-    spec = {"resources": {"gpu": gpu, "cpu": unlimited, "memory": unlimited}}
-    if parent:
-        spec["parentQueue"] = parent
-    return {"metadata": {"name": name}, "spec": spec}
+    return kai_pod(name, job, node_name, groups, **{"gpu-fraction": fraction})
 
 
 def group(name: str, cls: str = "build", min_member: int = 1) -> dict:
-    return {
-        "metadata": {"name": name, "namespace": "ns"},
-        "spec": {"minMember": min_member, "queue": "q", "priorityClassName": cls},
-    }
+    return kai_group(name, cls, min_member)
 
 
 def run(nodes, pods, groups, q, dept=None):
