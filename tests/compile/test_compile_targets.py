@@ -209,6 +209,10 @@ def test_raise_without_expiry_is_bad_input():
 def test_scheduled_gang_job_keeps_its_schedule_for_a_trigger():
     vj = find(compile_varied(), "Job", "pretrain", "batch.volcano.sh/v1alpha1")
     assert vj["metadata"]["annotations"]["gpupact.io/schedule"] == "0 3 * * 6"
+    assert vj["metadata"]["annotations"]["gpupact.io/time-zone"] == "Etc/UTC"
+    shanghai = compile_varied({"timeZone": "Asia/Shanghai"})
+    zoned = find(shanghai, "Job", "pretrain", "batch.volcano.sh/v1alpha1")
+    assert zoned["metadata"]["annotations"]["gpupact.io/time-zone"] == "Asia/Shanghai"
 
 
 def test_two_objects_with_one_name_cannot_compile():

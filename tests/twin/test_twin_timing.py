@@ -363,3 +363,25 @@ def test_a_recurring_window_fires_on_the_contract_clock(tmp_path: Path) -> None:
     sim = _sim(tmp_path, c, start="2026-11-10T17:00:00Z")
     (run,) = sim.prewarm
     assert (run.begin, run.end) == (0.0, 1800.0)
+
+
+def test_a_gang_job_fires_on_the_schedule_compiled_into_its_annotations() -> None:
+    """A Volcano Job has no schedule field: the twin reads the cron and its time zone back
+    from the annotations compile writes, so editing the object moves the job."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "compile"))
+    from compile_helpers import compile_varied, find, varied
+
+    from gpupact.twin.world import _job_template
+
+    zoned = varied({"timeZone": "Asia/Shanghai"})
+    bundle = compile_varied({"timeZone": "Asia/Shanghai"})
+    job = next(j for j in zoned.jobs if j.name == "pretrain")
+    template = _job_template(zoned, bundle, job, {}, {})
+    assert (template.schedule, template.time_zone) == ("0 3 * * 6", "Asia/Shanghai")
+    vjob = find(bundle, "Job", "pretrain", "batch.volcano.sh/v1alpha1")
+    vjob["metadata"]["annotations"]["gpupact.io/time-zone"] = "Europe/Paris"
+    vjob["metadata"]["annotations"]["gpupact.io/schedule"] = "0 4 * * 0"
+    moved = _job_template(zoned, bundle, job, {}, {})
+    assert (moved.schedule, moved.time_zone) == ("0 4 * * 0", "Europe/Paris")

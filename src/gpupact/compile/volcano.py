@@ -41,7 +41,7 @@ from gpupact.compile.names import (
     tenant_of,
 )
 from gpupact.compile.quota import active_quota, quota_amount
-from gpupact.contract.keys import ANNOTATION_SCHEDULE, LABEL_APP
+from gpupact.contract.keys import ANNOTATION_SCHEDULE, ANNOTATION_TIME_ZONE, LABEL_APP
 from gpupact.contract.schema import Contract, Job, Pool, Service
 from gpupact.kube.quantity import format_resource_amount, resource_amount
 
@@ -147,8 +147,10 @@ def volcano_job(contract: Contract, job: Job) -> Obj:
     klass = contract.workload_class(job.workload_class)
     annotations = owner_annotations(contract, job.owner)
     if job.schedule is not None:
-        # Volcano Jobs have no schedule; the contract's cron is kept for the trigger to read
+        # Volcano Jobs have no schedule; the contract's cron and the wall clock it is read on
+        # are kept for the trigger to read (a CronJob would carry them as schedule/timeZone)
         annotations[ANNOTATION_SCHEDULE] = job.schedule
+        annotations[ANNOTATION_TIME_ZONE] = contract.time_zone
     return {
         "apiVersion": BATCH_API,
         "kind": "Job",

@@ -21,6 +21,8 @@ ANNOTATION_CONTRACT = "gpupact.io/contract"
 ANNOTATION_EXPIRES = "gpupact.io/expires"  # a service's end of life (RFC 3339)
 ANNOTATION_MODEL = "gpupact.io/model"
 ANNOTATION_SCHEDULE = "gpupact.io/schedule"
+# the wall clock of that schedule (IANA name, as a CronJob's spec.timeZone)
+ANNOTATION_TIME_ZONE = "gpupact.io/time-zone"
 # on a ClusterQueue: the temporary raises in its nominalQuota, and the first one to expire
 ANNOTATION_QUOTA_RAISES = "gpupact.io/quota-raises"
 ANNOTATION_NEXT_RAISE_EXPIRY = "gpupact.io/next-raise-expiry"

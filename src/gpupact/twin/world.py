@@ -29,6 +29,7 @@ from gpupact.compile import CompileOptions, compile_contract
 from gpupact.compile.core import CONCURRENCY_METRIC, GPU_UTIL_METRIC
 from gpupact.compile.model import Bundle
 from gpupact.compile.names import utc_text
+from gpupact.contract.keys import ANNOTATION_SCHEDULE, ANNOTATION_TIME_ZONE
 from gpupact.contract.links import link
 from gpupact.contract.schema import Contract, Job, Pool, Service
 from gpupact.engine.admission.k8s import load_state, parse_cluster_queue
@@ -527,10 +528,13 @@ def _job_template(
         task = vjob["spec"]["tasks"][0]
         template = task["template"]
         pod = PodTemplate.of(namespace, template, priority_classes)
+        # the trigger's schedule as compiled into the Job's annotations (none: a one-off job)
+        annotations = vjob["metadata"].get("annotations") or {}
         return JobTemplate(
             job.name, job.tenant, job.workload_class, job.pool or "", pod,
             int(task["replicas"]), int(vjob["spec"].get("minAvailable", task["replicas"])),
-            duration, None, 0, vjob["spec"].get("queue"), gpus, job.schedule, contract.time_zone,
+            duration, None, 0, vjob["spec"].get("queue"), gpus,
+            annotations.get(ANNOTATION_SCHEDULE), annotations.get(ANNOTATION_TIME_ZONE, "Etc/UTC"),
         )  # fmt: skip
     cron = bundle.find("CronJob", job.name, namespace)
     if cron is not None:
