@@ -22,10 +22,12 @@ TOLERANCE = {
     "e2e_batch": 0.30,  # one small fixed batch: decode-bound like concurrency 1
     "ttft_saturation": 0.50,
     "itl_saturation": 0.50,
+    "throughput_saturation": 0.30,  # GPUs bought = load / this: its error is the purchase's
 }
 UNITS = {
     "weights": "GiB",
     "kv_tokens": "tokens",
+    "throughput_saturation": "tokens/s",  # output tokens per second of the replica
     **{c: "ms" for c in ("ttft_c1", "itl_c1", "e2e_batch", "ttft_saturation", "itl_saturation")},
 }
 LATENCY = frozenset(c for c, unit in UNITS.items() if unit == "ms")
