@@ -99,7 +99,8 @@ def test_prediction_within_tolerance(point: Point, record_property) -> None:
 
 def test_every_category_has_points_and_the_file_has_thirty() -> None:
     assert len(POINTS) >= 30
-    assert {p.category for p in POINTS} == set(TOLERANCE)
+    # saturated throughput has its own file (measured/throughput.yaml)
+    assert {p.category for p in POINTS} == set(TOLERANCE) - {"throughput_saturation"}
 
 
 def test_marked_ids_exist() -> None:

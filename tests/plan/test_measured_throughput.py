@@ -29,10 +29,14 @@ CATEGORY = "throughput_saturation"
 
 # Points plan misses today, with the mechanism and the error when they were marked. A fix
 # shows up as an unexpected pass (strict).
-KV_BOUND = (
-    "TensorRT-LLM no-evict on plan's bf16 KV cache holds fewer sequences than the run kept "
-    "busy (an fp8 KV cache, which the source does not state, gives {fp8}); trtllm-bench's "
-    "own max_batch_size / max_num_tokens are not stated either: {error}"
+# TensorRT-LLM at TP8 on the two largest models, optimistic: with the checkpoints' fp8 KV cache
+# (throughput.yaml's header) the batch is large enough that the step is compute-bound, and plan
+# prices fp8 matmuls at the bf16 share of the fp8 peak (PREFILL_MFU) plus eight-way all-reduces
+# at the fitted NVLink cost; neither is measured at TP8 here. The 8B and 70B rows of the same
+# page (TP1/TP2) are within -25 % .. +23 %.
+TP8 = (
+    "TensorRT-LLM TP8, compute-bound at the fp8 KV cache's batch: plan's fp8 matmul share of "
+    "the peak and its eight-way all-reduce cost are not measured at TP8: {error}"
 )
 # SGLang: the run's throughput x its median ITL (datacrunch's file) suggests the sequences it
 # kept decoding at once; plan's engine runs 1.4-2.4x as many, at a median ITL 0.9-1.9x the
@@ -44,11 +48,13 @@ SGLANG_BATCH = (
     "~{plan}: SGLang's admission reservation / graph-less large steps not modelled: {error}"
 )
 MISSES = {
-    "thru-llama31-8b-fp8-h100-trtllm-1000in-1000out": KV_BOUND.format(fp8="+4 %", error="-41 %"),
-    "thru-llama31-8b-fp8-h100-trtllm-128in-2048out": KV_BOUND.format(fp8="+5 %", error="-47 %"),
-    "thru-llama31-8b-fp8-h100-trtllm-5000in-500out": KV_BOUND.format(fp8="-3 %", error="-37 %"),
-    "thru-llama33-70b-fp8-h100-tp2-trtllm-500in-2000out": KV_BOUND.format(
-        fp8="+10 %", error="-42 %"
+    "thru-llama31-405b-fp8-h100-tp8-trtllm-1000in-1000out": TP8.format(error="+40 %"),
+    "thru-llama31-405b-fp8-h200-tp8-trtllm-1000in-1000out": TP8.format(error="+32 %"),
+    # the MoE command runs attention data-parallel (enable_attention_dp) with expert
+    # parallelism, which plan does not model: every GPU keeps its own batch and KV cache
+    "thru-qwen3-235b-fp8-h100-tp8-trtllm-1000in-1000out": (
+        "attention data parallelism and expert parallelism (the page's MoE command) not "
+        "modelled: +46 %"
     ),
     "thru-llama33-70b-bf16-h200-tp4-sglang-1024in-1024out": SGLANG_BATCH.format(
         real=720, plan=1190, error="+42 %"
@@ -94,10 +100,13 @@ def test_throughput_within_tolerance(point: Point, record_property) -> None:
 # `gpupact plan` sizes on the saturation rate of its latency curve: admissions per second of an
 # endless queue, counted between 25 % and 90 % of 12,000 requests (engine_load.endless_queue).
 # A finite rate-inf run divides by its whole span instead, fill (the first batch's prefill, no
-# decode yet) and drain (the last requests finishing in a shrinking batch) included, so it
-# comes out a little lower: up to 3.4 % today (1,500 requests of 5000/500). A closed loop's
-# steady window has neither and must agree closer still. 5 % bounds both.
-CAPACITY_TOLERANCE = 0.05
+# decode yet) and drain (the last requests finishing in a shrinking batch) included: the larger
+# the batch against the run's requests, the more (-3.4 % for 1,500 requests of 5000/500 in a
+# bf16 KV cache; up to -8.5 % for 3,000 of 1000/1000 in the larger fp8 caches, whose batches
+# hold ~700 sequences). With every request the same length the run finishes in waves, so a
+# window inside it is no steadier. 10 % bounds it; a closed loop's steady window must agree
+# closer still.
+CAPACITY_TOLERANCE = 0.10
 FIXED = [p for p in POINTS if isinstance(p.workload.input, int)]
 
 
@@ -105,7 +114,8 @@ FIXED = [p for p in POINTS if isinstance(p.workload.input, int)]
 def test_plan_capacity_matches_the_replica_run(point: Point) -> None:
     run = predict_throughput(point).value
     capacity = plan_capacity(point)
-    assert abs(capacity / run - 1) <= CAPACITY_TOLERANCE, (
+    tolerance = CAPACITY_TOLERANCE if point.workload.concurrency is None else 0.03
+    assert abs(capacity / run - 1) <= tolerance, (
         f"plan's saturation {capacity:.5g} tokens/s, the run {run:.5g}"
     )
 

@@ -135,8 +135,8 @@ def steady_throughput(run: EngineRun, concurrency: int) -> float:
     return float(tokens / (ends[hi] - ends[lo]))
 
 
-def predict_throughput(point: Point) -> Prediction:
-    """Output tokens per second of the replica under the point's load."""
+def replica_run(point: Point) -> tuple[EngineRun, int | None]:
+    """The replica run under the point's load, with the concurrency held (None: rate inf)."""
     w = point.workload
     assert w is not None
     spec = replica_spec(point)
@@ -145,11 +145,20 @@ def predict_throughput(point: Point) -> Prediction:
         c = w.concurrency
         n = w.requests or CLOSED_LOOP_WAVES * c
         requests = Requests(np.zeros(n), _draw(w.input, n, rng), _draw(w.output, n, rng))
-        return Prediction(steady_throughput(closed_loop(spec, c, requests), c))
+        return closed_loop(spec, c, requests), c
     n = w.requests
     assert n is not None
     requests = Requests(np.zeros(n), _draw(w.input, n, rng), _draw(w.output, n, rng))
-    return Prediction(run_throughput(simulate(spec, requests)))
+    return simulate(spec, requests), None
+
+
+def predict_throughput(point: Point) -> Prediction:
+    """Output tokens per second of the replica under the point's load, divided as the
+    source's tool divides it."""
+    run, concurrency = replica_run(point)
+    if concurrency is not None:
+        return Prediction(steady_throughput(run, concurrency))
+    return Prediction(run_throughput(run))
 
 
 def plan_capacity(point: Point) -> float:
