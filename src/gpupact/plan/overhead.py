@@ -19,7 +19,8 @@ activation peak memory takes Z GiB; the rest of the memory reserved for KV Cache
   w8a8 on an 80 GB GPU, 1,024 sequences: 67.72 GiB of weights, 1,381 blocks = 6.74 GiB of KV
   at utilization 0.98 leave 3.18 GiB, 24 bytes per logit beside 0.25 GiB non-torch). vLLM V0
   logs show ~40 bytes (PR #10511: 1.26 GiB for 256 x 128,256 logits), a V1 log with an LMCache
-  connector would need ~55 (#21348, where 4.3 GiB a GPU stay unexplained); this model's error on them is in tests/plan/test_measured_logs.py.
+  connector would need ~55 (#21348, where 4.3 GiB a GPU stay unexplained); this model's error
+  on them is in tests/plan/test_measured_logs.py.
 - non-torch: cuBLAS workspaces, NCCL communicators and vLLM's custom all-reduce buffers;
   logged as 0.13-0.35 GiB at TP 1 and 0.34-0.43 GiB at TP 4 (vLLM #16570, #10517, PR #13109).
 - CUDA graphs: captured after the KV cache is allocated, so outside the budget: they and the
