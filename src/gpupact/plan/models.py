@@ -175,6 +175,13 @@ CATALOGUE: dict[str, ModelArch] = {
                   heads=40, kv_heads=8, intermediate=27648, **_QWEN25),
         ModelArch("qwen2.5-72b", "Qwen/Qwen2.5-72B-Instruct", layers=80, hidden=8192,
                   heads=64, kv_heads=8, intermediate=29568, **_QWEN25),
+        # the small Qwen3 models tie lm_head to the embedding (tie_word_embeddings: true)
+        ModelArch("qwen3-0.6b", "Qwen/Qwen3-0.6B", layers=28, hidden=1024, heads=16,
+                  kv_heads=8, intermediate=3072, tie_embeddings=True, **_QWEN3),
+        ModelArch("qwen3-1.7b", "Qwen/Qwen3-1.7B", layers=28, hidden=2048, heads=16,
+                  kv_heads=8, intermediate=6144, tie_embeddings=True, **_QWEN3),
+        ModelArch("qwen3-4b", "Qwen/Qwen3-4B", layers=36, hidden=2560, heads=32, kv_heads=8,
+                  intermediate=9728, tie_embeddings=True, **_QWEN3),
         ModelArch("qwen3-8b", "Qwen/Qwen3-8B", layers=36, hidden=4096, heads=32, kv_heads=8,
                   intermediate=12288, **_QWEN3),
         ModelArch("qwen3-14b", "Qwen/Qwen3-14B", layers=40, hidden=5120, heads=40, kv_heads=8,
