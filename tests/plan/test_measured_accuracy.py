@@ -27,7 +27,6 @@ REWORK = "plan memory model reworked on s5-plan-memory"
 # Memory points the current memory model misses or cannot state (a model outside its
 # catalogue), and the one latency point whose miss is the KV capacity it is given.
 MEMORY_REWORK = {
-    "weights-llama31-405b-fp8-h100-tp8-vllm",  # FP8 checkpoint keeps bf16 layers
     "kv-qwen3-235b-fp8-h100-tp4-vllm",  # an LMCache connector's GPU buffers
     # the saturated batch is what the KV cache holds: a bf16 KV cache in TensorRT-LLM's budget
     # gives 41 sequences of 5,500 tokens (no-evict reserves all of each); NIM runs ~86
