@@ -71,19 +71,39 @@ class KeptModules:
     patterns: tuple[str, ...]
     match: str  # one of KEPT_MATCHES
     source: str  # where the list comes from (URL, or the config file and field)
+    # entries that name no module of the architecture (a vision tower's, another model's):
+    # they change nothing and are reported
+    unmatched: tuple[str, ...] = field(default=(), compare=False)
     _hash: int = field(init=False, repr=False, compare=False)
+    _names: frozenset[str] = field(init=False, repr=False, compare=False)
+    _rest: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.match not in KEPT_MATCHES:
             raise ValueError(f"unknown match {self.match!r} (one of {', '.join(KEPT_MATCHES)})")
         # the model, and with it this list (Meta's has 511 entries), keys the engine's caches
         object.__setattr__(self, "_hash", hash((self.patterns, self.match, self.source)))
+        # whole names are looked up, not scanned (lists of ~1000 names over ~50,000 modules)
+        if self.match in ("exact", "component"):
+            names = set(self.patterns)
+        elif self.match == "exact-or-regex":
+            names = {p for p in self.patterns if not p.startswith("re:")}
+        else:
+            names = set()
+        object.__setattr__(self, "_names", frozenset(names))
+        object.__setattr__(self, "_rest", tuple(p for p in self.patterns if p not in names))
 
     def __hash__(self) -> int:
         return self._hash
 
     def keeps(self, name: str) -> bool:
-        return any(kept_pattern_matches(self.match, p, name) for p in self.patterns)
+        if self.match == "component":
+            parts = name.split(".")
+            leading = (".".join(parts[: i + 1]) for i in range(len(parts)))
+            return any(p in self._names for p in parts) or any(p in self._names for p in leading)
+        if name in self._names:
+            return True
+        return any(kept_pattern_matches(self.match, p, name) for p in self._rest)
 
 
 @dataclass(frozen=True)
