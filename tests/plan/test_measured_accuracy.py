@@ -57,13 +57,13 @@ UNMODELLED = {
         "SGLang's collapse past 4 req/s not modelled"
     ),
     # Qwen3-0.6B, 500 requests at once: plan prefills all 500 prompts in GPU time (mean TTFT
-    # 335 ms, -88 %); the measured 2.9 s mean is a ramp of ~12 ms per admitted request, the
-    # engine's per-request CPU work on a model whose GPU steps are tiny
+    # 335 ms, -88 %); the measured 2.9 s mean, read as a linear ramp, is ~12 ms per admitted
+    # request: the engine's per-request CPU work on a model whose GPU steps are tiny
     "ttft-sat-qwen3-06b-bf16-h100-rateinf-vllm": (
         "per-request CPU admission of a tiny model not modelled (-88 %)"
     ),
     # the same run: with every prefill done at once plan decodes all 500 together, ~33 GB of
-    # KV read a step (>= 10 ms at the H100's peak bandwidth): 15.3 ms, +180 %; the measured
+    # KV read a step (~10 ms at the H100's peak bandwidth): 15.3 ms, +180 %; the measured
     # 5.45 ms means far fewer were decoding together (the slow admission above)
     "itl-sat-qwen3-06b-bf16-h100-rateinf-vllm": (
         "per-request CPU admission of a tiny model not modelled (+180 %)"
