@@ -318,8 +318,9 @@ CATALOGUE: dict[str, ModelArch] = {
 # Suffixes of fine-tuned variants that share the base model's architecture.
 _VARIANT_SUFFIXES = ("-instruct", "-chat", "-base", "-it", "-hf", "-v0.1", "-2507")
 # Quantised checkpoints users type, and the format each stands for. "-FP8" is the family's
-# own FP8 release: Qwen3 and DeepSeek publish 128x128 block scales, Meta/Red Hat per-tensor
-# (`-FP8`) or per-channel (`-FP8-dynamic`).
+# own FP8 release: Qwen3 and DeepSeek publish 128x128 block scales, Neural Magic/Red Hat
+# per-tensor (`-FP8`) or per-channel (`-FP8-dynamic`); Meta's own 405B FP8 is row-wise with
+# attention left in bf16 (QUANTISED_CHECKPOINTS).
 _QUANT_SUFFIXES: tuple[tuple[str, Quantization | None], ...] = (
     ("-awq", Quantization.int4),
     ("-gptq-int4", Quantization.int4),
