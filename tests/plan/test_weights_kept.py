@@ -134,3 +134,23 @@ def test_kept_experts_and_shared_experts_count_in_16_bits() -> None:
     shared = KeptModules(("mlp.shared_experts",), "substring", "t")
     s = gpu_weight_bytes(replace(v3, kept=shared), Q.int4, 8)
     assert s.mlp > plain.mlp and s.experts == plain.experts
+
+
+def test_experts_keeping_different_parts_are_counted_each_as_it_is() -> None:
+    mixtral = MODELS["mixtral-8x7b"]
+    kept = KeptModules(
+        (
+            "model.layers.0.block_sparse_moe.experts.0.w1",  # expert 0's gate
+            "model.layers.0.block_sparse_moe.experts.1.w3",  # expert 1's up
+            "model.layers.0.block_sparse_moe.experts.1.w2",  # and its down
+        ),
+        "exact",
+        "t",
+    )
+    k, n = 4096, 14336
+    int4 = k * n // 2 + (k // 128) * n * 2 + (k // 128) * n // 2  # gate or up
+    int4_down = n * k // 2 + (n // 128) * k * 2 + (n // 128) * k // 2
+    plain = gpu_weight_bytes(mixtral, Q.int4, 1)
+    w = gpu_weight_bytes(replace(mixtral, kept=kept), Q.int4, 1)
+    assert w.experts - plain.experts == 2 * (2 * k * n - int4) + (2 * n * k - int4_down)
+    assert kept_names(replace(mixtral, kept=kept)) == 3

@@ -150,13 +150,13 @@ PARTS = ("gate", "up", "down")
 
 @dataclass(frozen=True)
 class LayerKept:
-    """What one layer keeps in 16 bits: attention and dense-MLP parts, shared-expert parts and,
-    for each of gate / up / down, how many routed experts keep it."""
+    """What one layer keeps in 16 bits: attention and dense-MLP parts, shared-expert parts, and
+    the routed experts keeping any part, as (kept parts, how many experts keep exactly those)."""
 
     attention: frozenset[str] = frozenset()
     mlp: frozenset[str] = frozenset()
     shared: frozenset[str] = frozenset()
-    experts: tuple[int, int, int] = (0, 0, 0)
+    experts: tuple[tuple[frozenset[str], int], ...] = ()
 
 
 def layer_modules(m: ModelArch, layer: int) -> dict[tuple[str, str], str]:
@@ -191,19 +191,20 @@ def layer_kept(m: ModelArch, layer: int) -> LayerKept:
     if m.kept is None:
         return LayerKept()
     sets: dict[str, set[str]] = {"attention": set(), "mlp": set(), "shared": set()}
-    experts = dict.fromkeys(PARTS, 0)
+    experts: dict[str, set[str]] = {}
     for (block, part), name in layer_modules(m, layer).items():
         if not m.kept.keeps(name):
             continue
         if block.startswith("expert."):
-            experts[part] += 1
+            experts.setdefault(block, set()).add(part)
         else:
             sets[block].add(part)
+    by_parts = Counter(frozenset(parts) for parts in experts.values())
     return LayerKept(
         frozenset(sets["attention"]),
         frozenset(sets["mlp"]),
         frozenset(sets["shared"]),
-        (experts["gate"], experts["up"], experts["down"]),
+        tuple(sorted(by_parts.items(), key=lambda item: sorted(item[0]))),
     )
 
 
@@ -217,41 +218,26 @@ def kept_layers(m: ModelArch) -> tuple[tuple[bool, LayerKept, int], ...]:
 def kept_names(m: ModelArch) -> int:
     """How many of `m`'s linear modules its `kept` list names (0 without one)."""
     return sum(
-        n * (len(k.attention) + len(k.mlp) + len(k.shared) + sum(k.experts))
+        n
+        * (
+            len(k.attention)
+            + len(k.mlp)
+            + len(k.shared)
+            + sum(len(parts) * count for parts, count in k.experts)
+        )
         for _moe, k, n in kept_layers(m)
     )
 
 
-def _experts(m: ModelArch, fmt: Quantization, tp: int, kept: tuple[int, int, int]) -> int:
-    """One MoE layer's routed experts on one GPU, `kept[i]` of them keeping part i in 16 bits."""
-    if kept == (0, 0, 0):
-        return m.experts * _mlp(fmt, m.hidden, m.moe_intermediate, tp)
-    total = 0
-    gate, up, down = kept
-    part = _ceil(m.moe_intermediate, tp)
-    # experts keeping gate and up alike share the fused gate/up matrix's format
-    for fmt_gate, fmt_up, count in _gate_up_split(fmt, m.experts, gate, up):
-        total += count * _fused(
-            {"gate": fmt_gate, "up": fmt_up}.__getitem__, m.hidden, {"gate": part, "up": part}
-        )
-    total += (m.experts - down) * linear_bytes(fmt, part, m.hidden)
-    total += down * linear_bytes(KEPT_DTYPE, part, m.hidden)
+def _experts(
+    m: ModelArch, fmt: Quantization, tp: int, kept: tuple[tuple[frozenset[str], int], ...]
+) -> int:
+    """One MoE layer's routed experts on one GPU, those in `kept` with those parts in 16 bits."""
+    plain = m.experts - sum(count for _parts, count in kept)
+    total = plain * _mlp(fmt, m.hidden, m.moe_intermediate, tp)
+    for parts, count in kept:
+        total += count * _mlp(fmt, m.hidden, m.moe_intermediate, tp, parts)
     return total
-
-
-def _gate_up_split(
-    fmt: Quantization, experts: int, gate: int, up: int
-) -> list[tuple[Quantization, Quantization, int]]:
-    """Experts by (gate format, up format), the kept ones taken as the lowest-numbered of each
-    (only the counts are known)."""
-    both, only_gate, only_up = min(gate, up), max(0, gate - up), max(0, up - gate)
-    rest = experts - both - only_gate - only_up
-    return [
-        (KEPT_DTYPE, KEPT_DTYPE, both),
-        (KEPT_DTYPE, fmt, only_gate),
-        (fmt, KEPT_DTYPE, only_up),
-        (fmt, fmt, rest),
-    ]
 
 
 def gpu_weight_bytes(m: ModelArch, fmt: Quantization, tp: int) -> WeightBytes:
