@@ -6,17 +6,28 @@ tie_word_embeddings, num_local_experts / num_experts / n_routed_experts, num_exp
 moe_intermediate_size, n_shared_experts, first_k_dense_replace, q_lora_rank, kv_lora_rank,
 qk_rope_head_dim, qk_nope_head_dim, max_position_embeddings, quantization_config). A missing
 num_key_value_heads means multi-head attention (transformers' own default), never a guess.
+
+quantization_config's list of modules left unquantised becomes `ModelArch.kept`, matched as
+vLLM matches it (plan.models.KEPT_MATCHES): fbgemm_fp8 `modules_to_not_convert` and fp8
+`ignored_layers` (else `modules_to_not_convert`) by whole name, compressed-tensors `ignore` by
+whole name or `re:` regex, AWQ `modules_to_not_convert` by substring, bitsandbytes
+`llm_int8_skip_modules` by dotted component or leading path, GPTQ `dynamic` keys `-:<regex>` by
+regex. A list that is not a list of strings, or a regex that does not compile, is an InputError
+at the field; an entry that names no module of the architecture changes nothing and is reported
+(`kept_notes`): a vision tower's modules are not planned.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from gpupact.contract.schema import INT32_MAX, Quantization
 from gpupact.errors import InputError
-from gpupact.plan.models import ModelArch
+from gpupact.plan.models import KeptModules, ModelArch, kept_pattern_matches
+from gpupact.plan.weights import layer_modules
 from gpupact.source import parse_documents, read_text
 
 MAX_CONFIG_BYTES = 4 * 2**20
@@ -34,6 +45,11 @@ def _int(data: dict[str, Any], key: str, where: str, default: int | None = None)
         raise InputError(f"{where}: {key}: more than {INT32_MAX}, no model's size")
     return value
 
+
+# Hugging Face module names that differ from the Llama/Qwen/DeepSeek ones, by model_type
+_MODULE_NAMES: dict[str, dict[str, Any]] = {
+    "mixtral": {"moe_module": "block_sparse_moe", "expert_projections": ("w1", "w3", "w2")},
+}
 
 # ModelArch field -> (config.json key, plan flag)
 _NAMES = {
@@ -94,6 +110,8 @@ def _quantization(data: dict[str, Any]) -> Quantization | None:
         return Quantization.nf4 if q.get("load_in_4bit") else Quantization.int8
     if method == "fp8":
         return Quantization.fp8_block if q.get("weight_block_size") else Quantization.fp8
+    if method == "fbgemm_fp8":  # row-wise: one fp32 scale per output channel (vLLM fbgemm_fp8.py)
+        return Quantization.fp8_channel
     if method == "compressed-tensors":
         groups = q.get("config_groups") or {}
         first = next(iter(groups.values()), {}) if isinstance(groups, dict) else {}
@@ -109,6 +127,120 @@ def _quantization(data: dict[str, Any]) -> Quantization | None:
             )
         return Quantization.int8
     return None
+
+
+# quant_method -> (the fields holding its unconverted modules, first present wins; how they match)
+_KEPT_FIELDS: dict[str, tuple[tuple[str, ...], str]] = {
+    "fbgemm_fp8": (("modules_to_not_convert",), "exact"),
+    "fp8": (("ignored_layers", "modules_to_not_convert"), "exact"),
+    "compressed-tensors": (("ignore",), "exact-or-regex"),
+    "awq": (("modules_to_not_convert",), "substring"),
+    "awq_marlin": (("modules_to_not_convert",), "substring"),
+    "bitsandbytes": (("llm_int8_skip_modules",), "component"),
+}
+_GPTQ = ("gptq", "gptq_marlin")
+# modules plan always counts in 16 bits: an entry naming one of them is not "unmatched"
+_SIXTEEN_BIT_NAMES = ("lm_head", "model.embed_tokens", "model.norm")
+
+
+def _kept_entries(
+    q: dict[str, Any], method: str, where: Any
+) -> tuple[str, tuple[str, ...], str] | None:
+    """(field, entries, match) of quantization_config's unconverted-modules list, if any."""
+    if method in _GPTQ:
+        dynamic = q.get("dynamic")
+        if dynamic is None:
+            return None
+        if not isinstance(dynamic, dict):
+            raise InputError(
+                f"{where('dynamic')}: quantization_config.dynamic: expected an object of "
+                f"module regexes, got {dynamic!r}"
+            )
+        bad = next((k for k in dynamic if not isinstance(k, str)), None)
+        if bad is not None:
+            raise InputError(f"{where('dynamic')}: quantization_config.dynamic: key {bad!r}")
+        negative = tuple(k[2:] for k in dynamic if k.startswith("-:"))
+        return ("dynamic", negative, "regex") if negative else None
+    if method not in _KEPT_FIELDS:
+        return None
+    fields, match = _KEPT_FIELDS[method]
+    key = next((k for k in fields if q.get(k)), None)
+    if key is None:
+        return None
+    entries = q[key]
+    if not isinstance(entries, list):
+        raise InputError(
+            f"{where(key)}: quantization_config.{key}: expected a list of module names, got "
+            f"{entries!r}"
+        )
+    bad = next((e for e in entries if not isinstance(e, str) or not e), None)
+    if bad is not None:
+        raise InputError(f"{where(key)}: quantization_config.{key}: {bad!r} is not a module name")
+    return key, tuple(entries), match
+
+
+def _check_regexes(key: str, entries: tuple[str, ...], match: str, where: Any) -> None:
+    for entry in entries:
+        pattern = entry if match == "regex" else entry[3:] if entry.startswith("re:") else None
+        if pattern is None or match not in ("regex", "exact-or-regex"):
+            continue
+        try:
+            re.compile(pattern)
+        except re.error as err:
+            raise InputError(
+                f"{where(key)}: quantization_config.{key}: {entry!r} is not a regular "
+                f"expression ({err})"
+            ) from None
+
+
+def _unmatched(arch: ModelArch, kept: KeptModules) -> tuple[str, ...]:
+    """The entries of `kept` that name none of `arch`'s modules."""
+    names = set(_SIXTEEN_BIT_NAMES)
+    for layer in range(arch.layers):
+        names.update(layer_modules(arch, layer).values())
+        if arch.moe and layer >= arch.dense_layers:
+            names.add(f"model.layers.{layer}.{arch.moe_module}.gate")  # the router
+    paths = set()  # every dotted component and leading path, for bitsandbytes' rule
+    for name in names:
+        parts = name.split(".")
+        paths.update(parts)
+        paths.update(".".join(parts[: i + 1]) for i in range(len(parts)))
+
+    def names_one(p: str) -> bool:
+        if kept.match == "component":
+            return p in paths
+        if kept.match == "exact" or (kept.match == "exact-or-regex" and not p.startswith("re:")):
+            return p in names
+        return any(kept_pattern_matches(kept.match, p, n) for n in names)
+
+    return tuple(p for p in kept.patterns if not names_one(p))
+
+
+def kept_notes(arch: ModelArch) -> list[str]:
+    """What the plan should say about `arch.kept`: entries that changed nothing."""
+    if arch.kept is None or not arch.kept.unmatched:
+        return []
+    shown = ", ".join(repr(p) for p in arch.kept.unmatched[:5])
+    more = len(arch.kept.unmatched) - 5
+    return [
+        f"{arch.kept.source}: {len(arch.kept.unmatched)} entries name no module of the model "
+        f"({shown}{f', and {more} more' if more > 0 else ''}); counted as quantised"
+    ]
+
+
+def _with_kept(arch: ModelArch, data: dict[str, Any], path: str, where: Any) -> ModelArch:
+    q = data.get("quantization_config")
+    if not isinstance(q, dict):
+        return arch
+    method = str(q.get("quant_method", "")).lower()
+    found = _kept_entries(q, method, where)
+    if found is None:
+        return arch
+    key, entries, match = found
+    _check_regexes(key, entries, match, where)
+    kept = KeptModules(entries, match, f"{path}: quantization_config.{key}")
+    unmatched = _unmatched(arch, kept)
+    return replace(arch, kept=replace(kept, unmatched=unmatched))
 
 
 def read_model_config(path: str) -> tuple[ModelArch, Quantization | None]:
@@ -166,6 +298,7 @@ def read_model_config(path: str) -> tuple[ModelArch, Quantization | None]:
         q_lora_rank=get("q_lora_rank", 0),
         kv_lora_rank=kv_lora,
         qk_rope_head_dim=get("qk_rope_head_dim", 0) if kv_lora else 0,
+        **_MODULE_NAMES.get(str(data.get("model_type", "")), {}),
     )
     if experts and not arch.experts_per_token:
         raise InputError(f"{where('num_experts_per_tok')}: num_experts_per_tok: missing for MoE")
@@ -173,7 +306,7 @@ def read_model_config(path: str) -> tuple[ModelArch, Quantization | None]:
     if problem is not None:
         key = _NAMES[problem[0]][0]
         raise InputError(f"{where(key)}: {key}: {problem[1]}")
-    return arch, _quantization(data)
+    return _with_kept(arch, data, str(path), where), _quantization(data)
 
 
 ARCH_FLAGS = (

@@ -17,9 +17,93 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from gpupact.contract.schema import Quantization
+
+# How a quantisation's list of unconverted modules matches a module's Hugging Face name
+# (`model.layers.3.self_attn.q_proj`), as the serving engine reads it (vLLM, each shard of a fused
+# layer on its own):
+#   exact           the name itself (fbgemm_fp8 `modules_to_not_convert`: vLLM
+#                   quant_utils.is_layer_skipped, whole-name match)
+#   exact-or-regex  the name, or a `re:` regex matched from its start (compressed-tensors
+#                   `ignore`: vLLM compressed_tensors/utils.py check_equal_or_regex_match)
+#   substring       contained in the name (AWQ `modules_to_not_convert`: vLLM awq.py,
+#                   is_layer_skipped(..., skip_with_substr=True))
+#   component       a dotted component or a leading path of the name (bitsandbytes
+#                   `llm_int8_skip_modules`: vLLM bitsandbytes.py is_layer_skipped_bnb)
+#   regex           a regex matched from its start (GPTQ `dynamic` keys "-:<regex>": vLLM
+#                   gptq_utils.get_dynamic_override)
+KEPT_MATCHES = ("exact", "exact-or-regex", "substring", "component", "regex")
+
+
+@lru_cache(maxsize=4096)
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def kept_pattern_matches(match: str, pattern: str, name: str) -> bool:
+    """Whether one entry of an unconverted-modules list names module `name` (see KEPT_MATCHES)."""
+    if match == "exact":
+        return name == pattern
+    if match == "exact-or-regex":
+        if pattern.startswith("re:"):
+            return _regex(pattern[3:]).match(name) is not None
+        return name == pattern
+    if match == "substring":
+        return pattern in name
+    if match == "component":
+        parts = name.split(".")
+        return pattern in parts or any(
+            pattern == ".".join(parts[: i + 1]) for i in range(len(parts))
+        )
+    if match == "regex":
+        return _regex(pattern).match(name) is not None
+    raise ValueError(f"unknown match {match!r} (one of {', '.join(KEPT_MATCHES)})")
+
+
+@dataclass(frozen=True)
+class KeptModules:
+    """The linear modules a quantised checkpoint leaves in the model's own 16-bit dtype: the
+    entries of its quantization_config list and how they match a module name."""
+
+    patterns: tuple[str, ...]
+    match: str  # one of KEPT_MATCHES
+    source: str  # where the list comes from (URL, or the config file and field)
+    # entries that name no module of the architecture (a vision tower's, another model's):
+    # they change nothing and are reported
+    unmatched: tuple[str, ...] = field(default=(), compare=False)
+    _hash: int = field(init=False, repr=False, compare=False)
+    _names: frozenset[str] = field(init=False, repr=False, compare=False)
+    _rest: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.match not in KEPT_MATCHES:
+            raise ValueError(f"unknown match {self.match!r} (one of {', '.join(KEPT_MATCHES)})")
+        # the model, and with it this list (Meta's has 511 entries), keys the engine's caches
+        object.__setattr__(self, "_hash", hash((self.patterns, self.match, self.source)))
+        # whole names are looked up, not scanned (lists of ~1000 names over ~50,000 modules)
+        if self.match in ("exact", "component"):
+            names = set(self.patterns)
+        elif self.match == "exact-or-regex":
+            names = {p for p in self.patterns if not p.startswith("re:")}
+        else:
+            names = set()
+        object.__setattr__(self, "_names", frozenset(names))
+        object.__setattr__(self, "_rest", tuple(p for p in self.patterns if p not in names))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def keeps(self, name: str) -> bool:
+        if self.match == "component":
+            parts = name.split(".")
+            leading = (".".join(parts[: i + 1]) for i in range(len(parts)))
+            return any(p in self._names for p in parts) or any(p in self._names for p in leading)
+        if name in self._names:
+            return True
+        return any(kept_pattern_matches(self.match, p, name) for p in self._rest)
 
 
 @dataclass(frozen=True)
@@ -47,6 +131,11 @@ class ModelArch:
     kv_lora_rank: int = 0  # MLA: compressed KV width cached per layer (0: not MLA)
     qk_rope_head_dim: int = 0  # MLA: decoupled RoPE key width, cached beside the latent
     native: Quantization = Quantization.bf16  # the checkpoint's own weights format
+    # Hugging Face module names of the MoE block and of each expert's gate, up and down
+    # projections (Mixtral: block_sparse_moe, w1 / w3 / w2)
+    moe_module: str = "mlp"
+    expert_projections: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj")
+    kept: KeptModules | None = None  # a quantised checkpoint's modules left in 16 bits
     declared_params: int = 0  # a parameter count given instead of derived (matrices unknown)
     approximate: bool = False  # part of the architecture was assumed (see its plan's notes)
 
@@ -141,6 +230,7 @@ _LLAMA3 = {"vocab": 128256, "kv_heads": 8, "head_dim": 128}
 _QWEN25 = {"vocab": 152064, "max_context": 32768, "head_dim": 128, "qkv_bias": True}
 _QWEN3 = {"vocab": 151936, "max_context": 40960, "head_dim": 128, "qk_norm": True}
 _GEMMA2 = {"vocab": 256000, "max_context": 8192, "tie_embeddings": True, "norms_per_layer": 4}
+_MIXTRAL = {"moe_module": "block_sparse_moe", "expert_projections": ("w1", "w3", "w2")}
 # DeepSeek MLA: a 512-wide KV latent and a 64-wide RoPE key per layer and token is all the cache
 # holds; 128-wide no-RoPE query/key and value heads.
 _MLA = {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "head_dim": 128}
@@ -175,6 +265,13 @@ CATALOGUE: dict[str, ModelArch] = {
                   heads=40, kv_heads=8, intermediate=27648, **_QWEN25),
         ModelArch("qwen2.5-72b", "Qwen/Qwen2.5-72B-Instruct", layers=80, hidden=8192,
                   heads=64, kv_heads=8, intermediate=29568, **_QWEN25),
+        # the small Qwen3 models tie lm_head to the embedding (tie_word_embeddings: true)
+        ModelArch("qwen3-0.6b", "Qwen/Qwen3-0.6B", layers=28, hidden=1024, heads=16,
+                  kv_heads=8, intermediate=3072, tie_embeddings=True, **_QWEN3),
+        ModelArch("qwen3-1.7b", "Qwen/Qwen3-1.7B", layers=28, hidden=2048, heads=16,
+                  kv_heads=8, intermediate=6144, tie_embeddings=True, **_QWEN3),
+        ModelArch("qwen3-4b", "Qwen/Qwen3-4B", layers=36, hidden=2560, heads=32, kv_heads=8,
+                  intermediate=9728, tie_embeddings=True, **_QWEN3),
         ModelArch("qwen3-8b", "Qwen/Qwen3-8B", layers=36, hidden=4096, heads=32, kv_heads=8,
                   intermediate=12288, **_QWEN3),
         ModelArch("qwen3-14b", "Qwen/Qwen3-14B", layers=40, hidden=5120, heads=40, kv_heads=8,
@@ -189,10 +286,12 @@ CATALOGUE: dict[str, ModelArch] = {
                   moe_intermediate=1536, **_QWEN3),
         ModelArch("mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1", layers=32, hidden=4096,
                   heads=32, kv_heads=8, head_dim=128, vocab=32000, intermediate=14336,
-                  max_context=32768, experts=8, experts_per_token=2, moe_intermediate=14336),
+                  max_context=32768, experts=8, experts_per_token=2, moe_intermediate=14336,
+                  **_MIXTRAL),
         ModelArch("mixtral-8x22b", "mistralai/Mixtral-8x22B-v0.1", layers=56, hidden=6144,
                   heads=48, kv_heads=8, head_dim=128, vocab=32000, intermediate=16384,
-                  max_context=65536, experts=8, experts_per_token=2, moe_intermediate=16384),
+                  max_context=65536, experts=8, experts_per_token=2, moe_intermediate=16384,
+                  **_MIXTRAL),
         ModelArch("gemma-2-9b", "google/gemma-2-9b", layers=42, hidden=3584, heads=16,
                   kv_heads=8, head_dim=256, intermediate=14336, **_GEMMA2),
         ModelArch("gemma-2-27b", "google/gemma-2-27b", layers=46, hidden=4608, heads=32,
@@ -219,8 +318,9 @@ CATALOGUE: dict[str, ModelArch] = {
 # Suffixes of fine-tuned variants that share the base model's architecture.
 _VARIANT_SUFFIXES = ("-instruct", "-chat", "-base", "-it", "-hf", "-v0.1", "-2507")
 # Quantised checkpoints users type, and the format each stands for. "-FP8" is the family's
-# own FP8 release: Qwen3 and DeepSeek publish 128x128 block scales, Meta/Red Hat per-tensor
-# (`-FP8`) or per-channel (`-FP8-dynamic`).
+# own FP8 release: Qwen3 and DeepSeek publish 128x128 block scales, Neural Magic/Red Hat
+# per-tensor (`-FP8`) or per-channel (`-FP8-dynamic`); Meta's own 405B FP8 is row-wise with
+# attention left in bf16 (QUANTISED_CHECKPOINTS).
 _QUANT_SUFFIXES: tuple[tuple[str, Quantization | None], ...] = (
     ("-awq", Quantization.int4),
     ("-gptq-int4", Quantization.int4),
@@ -252,23 +352,76 @@ class UnknownModel(LookupError):
         self.name, self.close = name, close
 
 
-def _base_key(name: str) -> tuple[str, Quantization | None, bool]:
-    """`Qwen/Qwen2.5-72B-Instruct-AWQ` -> (`qwen2.5-72b`, int4, True): the catalogue key, the
-    weights format the name carries and whether it carries one."""
+def _base_key(name: str) -> tuple[str, Quantization | None, str]:
+    """`Qwen/Qwen2.5-72B-Instruct-AWQ` -> (`qwen2.5-72b`, int4, `-awq`): the catalogue key, the
+    weights format the name carries and its quantisation suffix ("" when it carries none)."""
     key = name.strip().lower().rpartition("/")[2]
     key = re.sub(r"^meta-", "", key)
     fmt: Quantization | None = None
-    quantised = False
+    quantised = ""
     changed = True
     while changed:
         changed = False
         for suffix, q in _QUANT_SUFFIXES:
             if key.endswith(suffix) and key[: -len(suffix)] and not quantised:
-                key, fmt, quantised, changed = key[: -len(suffix)], q, True, True
+                key, fmt, quantised, changed = key[: -len(suffix)], q, suffix, True
         for suffix in _VARIANT_SUFFIXES:
             if key.endswith(suffix) and key[: -len(suffix)]:
                 key, changed = key[: -len(suffix)], True
     return key, fmt, quantised
+
+
+@dataclass(frozen=True)
+class QuantisedCheckpoint:
+    """A published quantised checkpoint whose format or unconverted modules differ from what its
+    name's suffix alone implies."""
+
+    base: str  # catalogue key
+    suffix: str  # its quantisation suffix, as in _QUANT_SUFFIXES
+    orgs: tuple[str, ...]  # Hugging Face organisations publishing it; a name without one too
+    weights: Quantization
+    kept: KeptModules
+
+
+# Meta's FP8 Llama 3.1 405B (meta-llama/Llama-3.1-405B[-Instruct]-FP8, formerly
+# Meta-Llama-3.1-405B[-Instruct]-FP8): FBGEMM row-wise FP8, one fp32 scale per output channel
+# (vLLM fbgemm_fp8.py: weight_scale of (output size, 1), float32), and only the feed-forward
+# layers of layers 1..124 quantised:
+# - The Llama 3 Herd of Models, arXiv 2407.21783, section 6.2 (FP8 quantization): the
+#   self-attention parameters and the first and last Transformer layers are not quantised;
+# - Meta's own loader, https://github.com/meta-llama/llama-models/blob/7798f83ab724dcafe86567cb995e353de2a564d0/models/llama3/quantization/loader.py
+#   convert_to_fp8_quantized_model: feed_forward w1/w3/w2 of every block but layer 0 and the last;
+# - the checkpoint's config.json, https://huggingface.co/meta-llama/Llama-3.1-405B-Instruct-FP8/blob/main/config.json
+#   quantization_config {quant_method: fbgemm_fp8, activation_scale_ub: 1200.0,
+#   modules_to_not_convert: 511 full names, lm_head, the 126 layers' self_attn.{q,k,v,o}_proj
+#   and layers 0 and 125's mlp.{gate,up,down}_proj}. The file itself is not in the stored
+#   corpora; the list is as third-party code reproduces it for transformers' FbgemmFp8Config
+#   (a Vertex AI training utility, `_get_llama_3_1_405b_modules_to_not_convert`), and agrees
+#   with the loader above. Written here as three patterns matching the same 511 names.
+LLAMA_31_405B_FP8_KEPT = KeptModules(
+    patterns=(
+        "lm_head",
+        r"re:model\.layers\.\d+\.self_attn\.[qkvo]_proj$",
+        r"re:model\.layers\.(0|125)\.mlp\.(gate|up|down)_proj$",
+    ),
+    match="exact-or-regex",
+    source="https://huggingface.co/meta-llama/Llama-3.1-405B-Instruct-FP8/blob/main/config.json "
+    "quantization_config.modules_to_not_convert; arXiv 2407.21783 section 6.2",
+)
+
+QUANTISED_CHECKPOINTS = (
+    QuantisedCheckpoint(
+        "llama-3.1-405b", "-fp8", ("meta-llama",), Quantization.fp8_channel, LLAMA_31_405B_FP8_KEPT
+    ),
+)
+
+
+def _checkpoint(name: str, key: str, suffix: str) -> QuantisedCheckpoint | None:
+    org = name.strip().lower().rpartition("/")[0]
+    for c in QUANTISED_CHECKPOINTS:
+        if c.base == key and c.suffix == suffix and (not org or org in c.orgs):
+            return c
+    return None
 
 
 def _family_fp8(arch: ModelArch) -> Quantization:
@@ -286,13 +439,16 @@ class ResolvedModel:
 
 def resolve_model(name: str) -> ResolvedModel:
     """The catalogue entry and weights format a model name stands for; UnknownModel else."""
-    key, fmt, quantised = _base_key(name)
+    key, fmt, suffix = _base_key(name)
     arch = CATALOGUE.get(key)
     if arch is None:
         raise UnknownModel(name)
-    if quantised and fmt is None:
+    checkpoint = _checkpoint(name, key, suffix)
+    if checkpoint is not None:
+        return ResolvedModel(replace(arch, kept=checkpoint.kept), checkpoint.weights, True)
+    if suffix and fmt is None:
         fmt = _family_fp8(arch)
-    return ResolvedModel(arch, fmt or arch.native, quantised)
+    return ResolvedModel(arch, fmt or arch.native, bool(suffix))
 
 
 def find_model(name: str) -> ModelArch | None:
