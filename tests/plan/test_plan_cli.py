@@ -129,6 +129,25 @@ def test_a_model_config_file(tmp_path: Path) -> None:
     assert data["memory"]["kvBytesPerToken"] == 2 * 32 * 32 * 128 * 2
 
 
+def test_a_config_list_naming_no_module_is_said_in_the_plan(tmp_path: Path) -> None:
+    """An entry of quantization_config.ignore that names no module changes nothing, and the
+    plan says so instead of silently counting it quantised."""
+    config = tmp_path / "config.json"
+    config.write_text(
+        json.dumps(
+            {"num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+             "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+             "quantization_config": {
+                 "quant_method": "compressed-tensors",
+                 "config_groups": {"g": {"weights": {"num_bits": 4}}},
+                 "ignore": ["lm_head", "re:visual.*"]}}
+        )
+    )  # fmt: skip
+    code, out, err = run("--model-config", config, "--gpu", "a100-80gb", "-o", "json")
+    assert code in (0, 1), err
+    assert "1 entry names no module of the model ('re:visual.*')" in out
+
+
 def test_a_contract_naming_an_unknown_model_is_the_same_error(tmp_path: Path) -> None:
     text = ACME.read_text().replace("qwen2.5-14b-instruct", "qwen2.5-15b-instruct")
     path = tmp_path / "contract.yaml"

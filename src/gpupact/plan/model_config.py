@@ -222,8 +222,10 @@ def kept_notes(arch: ModelArch) -> list[str]:
         return []
     shown = ", ".join(repr(p) for p in arch.kept.unmatched[:5])
     more = len(arch.kept.unmatched) - 5
+    n = len(arch.kept.unmatched)
     return [
-        f"{arch.kept.source}: {len(arch.kept.unmatched)} entries name no module of the model "
+        f"{arch.kept.source}: {n} {'entry names' if n == 1 else 'entries name'} no module of "
+        "the model "
         f"({shown}{f', and {more} more' if more > 0 else ''}); counted as quantised"
     ]
 

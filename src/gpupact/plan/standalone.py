@@ -19,6 +19,7 @@ from gpupact.plan.memory import EngineSettings
 from gpupact.plan.model_config import (
     arch_from_flags,
     check_flag_arch,
+    kept_notes,
     read_model_config,
     with_flags,
 )
@@ -38,7 +39,7 @@ def _model(
         arch, fmt = read_model_config(model_config)
         if model:
             arch = replace(arch, name=model)
-        return with_flags(arch, **given), fmt, []
+        return with_flags(arch, **given), fmt, kept_notes(arch)
     if model is None:
         raise InputError("give --model NAME or --model-config CONFIG.json")
     try:
