@@ -21,6 +21,7 @@ from gpupact.contract.schema import Quantization as Q
 from gpupact.plan.engine_flags import Engine
 from gpupact.plan.memory import EngineSettings, ReplicaMemory, replica_memory
 from gpupact.plan.models import CATALOGUE as MODELS
+from gpupact.plan.models import ModelArch, resolve_model
 from gpupact.plan.weights import gpu_weight_bytes
 
 GIB = 2**30
@@ -43,9 +44,13 @@ class Log:
     def memory(self) -> ReplicaMemory:
         settings = EngineSettings(self.engine, self.utilization, self.seqs, self.tokens)
         return replica_memory(
-            MODELS[self.model], self.weights, Q.bf16, round(self.gpu_gib * GIB), self.tp,
-            settings, "h100",
-        )  # fmt: skip
+            self.arch, self.weights, Q.bf16, round(self.gpu_gib * GIB), self.tp, settings, "h100"
+        )
+
+    @property
+    def arch(self) -> ModelArch:
+        """The catalogue entry, or what a checkpoint's name resolves to (its kept modules)."""
+        return MODELS.get(self.model) or resolve_model(self.model).arch
 
 
 PR10511 = "https://github.com/vllm-project/vllm/pull/10511"
@@ -83,15 +88,13 @@ LOGS = {
     # "KV Cache is allocated. #tokens: 367404"
     "qwen3-235b-fp8-sglang": Log(I21348, "qwen3-235b-a22b", Q.fp8_block, 79.22, 4, 4096, 8192,
                                  0.93, None, 367_404, Engine.sglang),
+    # Meta's FP8 checkpoint, which keeps attention and the first and last layers' MLPs in bf16
+    # (plan.models, the checkpoint's kept modules): "Loading model weights took 57.7520 GB"
+    "llama-3.1-405b-fp8": Log(I6746, "meta-llama/Meta-Llama-3.1-405B-Instruct-FP8",
+                              Q.fp8_channel, 79.22, 8, 256, 8192, 0.9, 57.752, None),
 }  # fmt: skip
 
 MISSES = {
-    # Meta's FP8 checkpoint keeps attention and the first and last layers in bf16; plan takes
-    # every linear layer as FP8: 47.6 GiB against "Loading model weights took 57.7520 GB"
-    "llama-3.1-405b-fp8": (
-        Log(I6746, "llama-3.1-405b", Q.fp8, 79.22, 8, 256, 8192, 0.9, 57.752, None),
-        "Meta's FP8 recipe leaves attention and two layers in bf16",
-    ),
     # TechxGenus/DeepSeek-Coder-V2-Lite-Instruct-AWQ (V0, Triton MLA): "model weights take
     # 10.45GiB ... # CUDA blocks: 116023"; plan: 8.2 GiB, and V0 pads each MLA cache entry
     "deepseek-v2-lite-awq": (
@@ -119,7 +122,7 @@ def _error(predicted: float, measured: float) -> float:
 def _check(log: Log) -> None:
     m = log.memory()
     if log.weights_gib is not None:
-        weights = gpu_weight_bytes(MODELS[log.model], log.weights, log.tp).total / GIB
+        weights = gpu_weight_bytes(log.arch, log.weights, log.tp).total / GIB
         assert abs(_error(weights, log.weights_gib)) < 0.10, (weights, log.weights_gib)
     if log.kv_tokens is not None:
         assert abs(_error(m.kv_tokens, log.kv_tokens)) < 0.15, (m.kv_tokens, log.kv_tokens)
