@@ -128,26 +128,46 @@ def saturation_rate(
     spec: EngineSpec, input: TokenStats, output: TokenStats, *, context: int, seed: int = SEED
 ) -> float:
     """Requests per second the replica takes in with an endless queue (`endless_queue`)."""
-    return endless_queue(spec, input, output, context=context, seed=seed)[0]
+    return endless_queue(spec, input, output, context=context, seed=seed).rate
+
+
+@dataclass(frozen=True)
+class FullBatch:
+    """The replica with an endless queue (`endless_queue`)."""
+
+    rate: float  # requests admitted per second: the saturation rate
+    batch: float  # running sequences, time average
+    tpot_p50_s: float  # TPOT of the requests admitted inside SATURATION_WINDOW
+    tpot_p99_s: float
 
 
 def endless_queue(
     spec: EngineSpec, input: TokenStats, output: TokenStats, *, context: int, seed: int = SEED
-) -> tuple[float, float]:
-    """(saturation rate, batch) of the replica with an endless queue: every request waits
-    from t = 0 and the engine runs the fullest batches it can. The rate is counted on
-    admissions (first tokens), which come in queue order whatever a request's length, between
-    SATURATION_WINDOW of them: completions would overstate it (the short requests of a batch
-    finish first). The batch is the time-averaged number of running sequences."""
+) -> FullBatch:
+    """The replica with an endless queue: every request waits from t = 0 and the engine runs
+    the fullest batches it can. The rate is counted on admissions (first tokens), which come
+    in queue order whatever a request's length, between SATURATION_WINDOW of them: completions
+    would overstate it (the short requests of a batch finish first). The batch is the
+    time-averaged number of running sequences; the TPOT percentiles are those of the requests
+    admitted inside the window, which decode in a batch kept full by the queue behind them
+    (what a replica with a backlog gives its requests)."""
     reqs = sample_requests(input, output, math.inf, SATURATION_REQUESTS, seed, context)
     run = simulate(spec, reqs)
     firsts = np.sort(run.first_token[~np.isnan(run.first_token)])
     if len(firsts) < 10:
-        return 0.0, 0.0
+        return FullBatch(0.0, 0.0, math.inf, math.inf)
     lo, hi = (int(len(firsts) * share) for share in SATURATION_WINDOW)
     span = firsts[hi] - firsts[lo]
     batch = run.running_area / run.end if run.end > 0 else 0.0
-    return ((hi - lo) / span if span > 0 else math.inf), batch
+    inside = (run.first_token >= firsts[lo]) & (run.first_token <= firsts[hi])
+    many = inside & (reqs.output > 1) & ~np.isnan(run.finished)
+    tpot = (run.finished - run.first_token)[many] / (reqs.output[many] - 1)
+    return FullBatch(
+        (hi - lo) / span if span > 0 else math.inf,
+        batch,
+        _quantile(tpot, 0.5),
+        _quantile(tpot, 0.99),
+    )
 
 
 # Load points of a latency curve, as shares of the saturation rate: denser near the top,
@@ -187,10 +207,21 @@ class LatencyCurve:
     saturation: float  # requests per second with an endless queue
     points: tuple[LoadPoint, ...]  # increasing rate, the last at TOP_SHARE x saturation
     full_batch: float = 0.0  # running sequences with an endless queue (0: not measured)
+    # TPOT P50/P99 with an endless queue, the batch as full as the KV cache lets it be
+    # (`endless_queue`; 0: not measured, the TPOT then stays at the top point's)
+    full_tpot_p50_s: float = 0.0
+    full_tpot_p99_s: float = 0.0
 
     @property
     def top(self) -> LoadPoint:
         return self.points[-1]
+
+    @property
+    def full_tpot(self) -> tuple[float, float]:
+        """(P50, P99) TPOT of a replica whose batch a queue keeps full: the endless queue's,
+        never below the top point's (the pessimistic reading of two finite runs)."""
+        top = self.top
+        return max(top.tpot_p50_s, self.full_tpot_p50_s), max(top.tpot_p99_s, self.full_tpot_p99_s)
 
     def at(self, rate: float) -> LoadPoint:
         """The load point at `rate` per replica: the measured points, linear between them;
@@ -209,16 +240,23 @@ class LatencyCurve:
     def above_top(self, rate: float) -> LoadPoint:
         """Above the top point, up to EXTRAPOLATE_UP_TO of saturation: the top's latencies
         (its prefill and interference) plus the wait of the batch queue (`batch_queue`), its
-        batch and queue the queue's. A curve without a measured full batch scales the TTFT's
-        excess over a nearly idle replica's by (1 - top load) / (1 - load) instead."""
+        batch and queue the queue's, and a TPOT between the top's and a full batch's
+        (`full_tpot`) in proportion to how far the batch queue's mean batch has grown from its
+        value at the top point towards the full batch (a step's time grows with the sequences
+        in it; at EXTRAPOLATE_UP_TO the batch is most of the way there). A curve
+        without a measured full batch scales the TTFT's excess over a nearly idle replica's by
+        (1 - top load) / (1 - load) instead, and moves the TPOT linearly in the load from the
+        top's towards the full batch's at saturation."""
         top, idle = self.points[-1], self.points[0]
         if self.full_batch > top.running_mean:
             load = round(min(rate / self.saturation, EXTRAPOLATE_UP_TO), 4)
             return replace(_queued_top(self, load), rate=rate)
         load = min(rate / self.saturation, EXTRAPOLATE_UP_TO)
-        grow = max(1.0, (1 - top.rate / self.saturation) / (1 - load))
+        top_load = top.rate / self.saturation
+        grow = max(1.0, (1 - top_load) / (1 - load))
+        fuller = min(1.0, max(0.0, (load - top_load) / (1 - top_load))) if top_load < 1 else 0.0
         return replace(
-            top,
+            _towards_full_tpot(self, fuller),
             rate=rate,
             ttft_p50_s=idle.ttft_p50_s + (top.ttft_p50_s - idle.ttft_p50_s) * grow,
             ttft_p99_s=idle.ttft_p99_s + (top.ttft_p99_s - idle.ttft_p99_s) * grow,
@@ -340,6 +378,9 @@ def _queued_top(curve: LatencyCurve, load: float) -> LoadPoint:
     tick)."""
     top = curve.top
     q = batch_queue(curve, load * curve.saturation)
+    at_top = _top_batch(curve)
+    fuller = (q.batch - at_top) / (curve.full_batch - at_top) if curve.full_batch > at_top else 1
+    top = _towards_full_tpot(curve, min(1.0, max(0.0, fuller)))
     if q.wait_share < 1e-4:  # too rare to move a P99
         return top
     p50, p99 = (q.ttft_quantile(top.ttft_p50_s, top.ttft_p99_s, k) for k in (0.5, 0.99))
@@ -349,6 +390,27 @@ def _queued_top(curve: LatencyCurve, load: float) -> LoadPoint:
         ttft_p99_s=max(top.ttft_p99_s, p99),
         running_mean=max(top.running_mean, q.batch),
         waiting_mean=max(top.waiting_mean, q.queue),
+    )
+
+
+@lru_cache(maxsize=256)
+def _top_batch(curve: LatencyCurve) -> float:
+    """The batch queue's mean batch at the top point's rate, where the TPOT starts to move
+    towards a full batch's (so that it is continuous there)."""
+    return batch_queue(curve, curve.top.rate).batch
+
+
+def _towards_full_tpot(curve: LatencyCurve, fuller: float) -> LoadPoint:
+    """The top point with its TPOT `fuller` (0 to 1) of the way to a full batch's."""
+    top = curve.top
+    measured = (curve.full_tpot_p50_s, curve.full_tpot_p99_s)
+    if fuller <= 0 or not all(0 < t < math.inf for t in measured):
+        return top
+    p50, p99 = curve.full_tpot
+    return replace(
+        top,
+        tpot_p50_s=top.tpot_p50_s + fuller * (p50 - top.tpot_p50_s),
+        tpot_p99_s=top.tpot_p99_s + fuller * (p99 - top.tpot_p99_s),
     )
 
 
@@ -387,7 +449,8 @@ def latency_curve(
     spec: EngineSpec, input: TokenStats, output: TokenStats, context: int
 ) -> LatencyCurve:
     """The replica's curve (cached: the same profile is planned and simulated many times)."""
-    saturation, full_batch = endless_queue(spec, input, output, context=context)
+    full = endless_queue(spec, input, output, context=context)
+    saturation = full.rate
     if not saturation > 0 or math.isinf(saturation):
         raise ValueError(f"the engine serves no request of this profile ({saturation})")
     measured = [
@@ -397,7 +460,9 @@ def latency_curve(
         )
         for share in CURVE_SHARES
     ]  # fmt: skip
-    return LatencyCurve(saturation, monotone(measured), full_batch)
+    return LatencyCurve(
+        saturation, monotone(measured), full.batch, full.tpot_p50_s, full.tpot_p99_s
+    )
 
 
 def monotone(points: list[LoadPoint]) -> tuple[LoadPoint, ...]:
