@@ -241,9 +241,11 @@ class LatencyCurve:
         """Above the top point, up to EXTRAPOLATE_UP_TO of saturation: the top's latencies
         (its prefill and interference) plus the wait of the batch queue (`batch_queue`), its
         batch and queue the queue's, and a TPOT between the top's and a full batch's
-        (`full_tpot`) in proportion to how far the batch queue's mean batch has grown from its
-        value at the top point towards the full batch (a step's time grows with the sequences
-        in it; at EXTRAPOLATE_UP_TO the batch is most of the way there). A curve
+        (`full_tpot`): its P50 (P99) as far as the batch queue's median (99th-percentile)
+        batch has grown from its value at the top point towards the full batch. A step's time
+        grows with the sequences in it, and the batch wanders over minutes while a request
+        decodes in seconds, so a request's TPOT is the step time of the batch it met: the
+        P99 request met the P99 batch. A curve
         without a measured full batch scales the TTFT's excess over a nearly idle replica's by
         (1 - top load) / (1 - load) instead, and moves the TPOT linearly in the load from the
         top's towards the full batch's at saturation."""
@@ -256,7 +258,7 @@ class LatencyCurve:
         grow = max(1.0, (1 - top_load) / (1 - load))
         fuller = min(1.0, max(0.0, (load - top_load) / (1 - top_load))) if top_load < 1 else 0.0
         return replace(
-            _towards_full_tpot(self, fuller),
+            _towards_full_tpot(self, fuller, fuller),
             rate=rate,
             ttft_p50_s=idle.ttft_p50_s + (top.ttft_p50_s - idle.ttft_p50_s) * grow,
             ttft_p99_s=idle.ttft_p99_s + (top.ttft_p99_s - idle.ttft_p99_s) * grow,
@@ -358,11 +360,7 @@ def batch_queue(curve: LatencyCurve, rate: float) -> BatchQueue:
     replica is interference rather than queueing, said 0.49 s for the 8B replica under every
     set of step-time constants tried, where eight runs pooled 1.2 to 1.6 s."""
     x = min(rate / curve.saturation, EXTRAPOLATE_UP_TO)
-    log_mu = _log_capacity(curve)
-    n = np.arange(len(log_mu))
-    log_w = n * math.log(x * curve.saturation) - log_mu
-    w = np.exp(log_w - log_w.max())
-    tail = w[-1] * x / (1 - x)  # n = B + 1, B + 2, ...: w_B x^j
+    n, w, tail = _batch_weights(curve, x)
     total = w.sum() + tail
     return BatchQueue(
         wait_share=float(w[-1] + tail) / total,  # arrivals see the time average (PASTA)
@@ -372,15 +370,41 @@ def batch_queue(curve: LatencyCurve, rate: float) -> BatchQueue:
     )
 
 
+def _batch_weights(curve: LatencyCurve, x: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """(n, unnormalised P(n) for n = 0 .. B, P(n > B)) of `batch_queue` at load x."""
+    log_mu = _log_capacity(curve)
+    n = np.arange(len(log_mu))
+    log_w = n * math.log(x * curve.saturation) - log_mu
+    w = np.exp(log_w - log_w.max())
+    tail = w[-1] * x / (1 - x)  # n = B + 1, B + 2, ...: w_B x^j
+    return n, w, float(tail)
+
+
+def batch_quantiles(curve: LatencyCurve, rate: float) -> tuple[float, float]:
+    """The median and 99th percentile of the running batch in time (`batch_queue`'s P(n),
+    requests beyond B waiting with the batch at B)."""
+    n, w, tail = _batch_weights(curve, min(rate / curve.saturation, EXTRAPOLATE_UP_TO))
+    cdf = np.cumsum(w)
+    cdf[-1] += tail
+    cdf /= cdf[-1]
+    return float(n[np.searchsorted(cdf, 0.5)]), float(n[np.searchsorted(cdf, 0.99)])
+
+
 @lru_cache(maxsize=8192)
 def _queued_top(curve: LatencyCurve, load: float) -> LoadPoint:
     """`above_top` at `load` x saturation (cached on a grid of 1e-4: the twin asks every
     tick)."""
     top = curve.top
     q = batch_queue(curve, load * curve.saturation)
-    at_top = _top_batch(curve)
-    fuller = (q.batch - at_top) / (curve.full_batch - at_top) if curve.full_batch > at_top else 1
-    top = _towards_full_tpot(curve, min(1.0, max(0.0, fuller)))
+    top_load = top.rate / curve.saturation
+    linear = (load - top_load) / (1 - top_load) if top_load < 1 else 1.0
+    fuller = []
+    for now, then in zip(
+        batch_quantiles(curve, load * curve.saturation), _top_batch(curve), strict=True
+    ):
+        room = curve.full_batch - then
+        fuller.append((now - then) / room if room >= 1 else linear)
+    top = _towards_full_tpot(curve, *fuller)
     if q.wait_share < 1e-4:  # too rare to move a P99
         return top
     p50, p99 = (q.ttft_quantile(top.ttft_p50_s, top.ttft_p99_s, k) for k in (0.5, 0.99))
@@ -394,23 +418,25 @@ def _queued_top(curve: LatencyCurve, load: float) -> LoadPoint:
 
 
 @lru_cache(maxsize=256)
-def _top_batch(curve: LatencyCurve) -> float:
-    """The batch queue's mean batch at the top point's rate, where the TPOT starts to move
-    towards a full batch's (so that it is continuous there)."""
-    return batch_queue(curve, curve.top.rate).batch
+def _top_batch(curve: LatencyCurve) -> tuple[float, float]:
+    """The batch queue's median and 99th-percentile batch at the top point's rate, where the
+    TPOT starts to move towards a full batch's (so that it is continuous there)."""
+    return batch_quantiles(curve, curve.top.rate)
 
 
-def _towards_full_tpot(curve: LatencyCurve, fuller: float) -> LoadPoint:
-    """The top point with its TPOT `fuller` (0 to 1) of the way to a full batch's."""
+def _towards_full_tpot(curve: LatencyCurve, fuller50: float, fuller99: float) -> LoadPoint:
+    """The top point with its TPOT P50 / P99 `fuller50` / `fuller99` (0 to 1) of the way to
+    a full batch's."""
     top = curve.top
     measured = (curve.full_tpot_p50_s, curve.full_tpot_p99_s)
-    if fuller <= 0 or not all(0 < t < math.inf for t in measured):
+    if not all(0 < t < math.inf for t in measured):
         return top
+    f50, f99 = (min(1.0, max(0.0, f)) for f in (fuller50, fuller99))
     p50, p99 = curve.full_tpot
     return replace(
         top,
-        tpot_p50_s=top.tpot_p50_s + fuller * (p50 - top.tpot_p50_s),
-        tpot_p99_s=top.tpot_p99_s + fuller * (p99 - top.tpot_p99_s),
+        tpot_p50_s=top.tpot_p50_s + f50 * (p50 - top.tpot_p50_s),
+        tpot_p99_s=top.tpot_p99_s + f99 * (p99 - top.tpot_p99_s),
     )
 
 
