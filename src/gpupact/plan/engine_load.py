@@ -6,7 +6,8 @@ profile's log-normal distributions (`TokenStats`: p50 and p95), seeded, and run 
 step-level engine (`batching.simulate`). Statistics skip the first WARMUP_SHARE of requests,
 which met an empty engine. Above the highest measured load the queue for a place in the batch
 comes from a model fitted on the measured points (`batch_queue`): near saturation a finite
-run's P99 depends on the few KV-cache excursions it met, the model's on none.
+run's P99 depends on the few KV-cache excursions it met, the model's on none. The TPOT there
+moves towards that of the endless queue's full batch (`LatencyCurve.full_tpot`).
 """
 
 from __future__ import annotations
@@ -243,12 +244,12 @@ class LatencyCurve:
         batch and queue the queue's, and a TPOT between the top's and a full batch's
         (`full_tpot`): its P50 (P99) as far as the batch queue's median (99th-percentile)
         batch has grown from its value at the top point towards the full batch. A step's time
-        grows with the sequences in it, and the batch wanders over minutes while a request
-        decodes in seconds, so a request's TPOT is the step time of the batch it met: the
-        P99 request met the P99 batch. A curve
-        without a measured full batch scales the TTFT's excess over a nearly idle replica's by
-        (1 - top load) / (1 - load) instead, and moves the TPOT linearly in the load from the
-        top's towards the full batch's at saturation."""
+        grows with the sequences in it, and near saturation the batch wanders over minutes
+        while a request decodes in seconds, so a request's TPOT is the step time of the batch
+        it met: the P99 request met the P99 batch (tests/twin/test_tpot_at_overload.py states
+        the result against the engine). A curve without a measured full batch scales the
+        TTFT's excess over a nearly idle replica's by (1 - top load) / (1 - load) instead, and
+        moves the TPOT linearly in the load from the top's towards the full batch's."""
         top, idle = self.points[-1], self.points[0]
         if self.full_batch > top.running_mean:
             load = round(min(rate / self.saturation, EXTRAPOLATE_UP_TO), 4)
