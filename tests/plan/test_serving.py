@@ -5,9 +5,12 @@ from __future__ import annotations
 import pytest
 from plan_helpers import acme, contract
 
-from gpupact.contract.schema import ModelSpec
+from gpupact.contract.schema import ModelSpec, Quantization
+from gpupact.plan.gpus import CATALOGUE as GPUS
+from gpupact.plan.memory import EngineSettings, replica_memory
+from gpupact.plan.models import CATALOGUE as MODELS
 from gpupact.plan.planner import plan_service
-from gpupact.plan.serving import replica_serving
+from gpupact.plan.serving import replica_serving, timeslice_memory_problem
 
 
 def test_the_twin_and_plan_read_one_curve() -> None:
@@ -18,16 +21,63 @@ def test_the_twin_and_plan_read_one_curve() -> None:
     assert serving.spec == planned.serving.spec
 
 
-def test_time_slicing_shares_compute_and_bandwidth() -> None:
+def test_time_slicing_shares_compute_bandwidth_and_memory() -> None:
     c = contract()
     one = replica_serving(c, c.services[0])
     two = replica_serving(c, c.services[0], timeslice=2)
     assert (two.spec.compute_share, two.spec.bandwidth_share) == (0.5, 0.5)
-    assert two.spec.kv_tokens == one.spec.kv_tokens  # memory is not time-sliced away
+    # the two engines of a GPU hold their weights and KV caches at once: each starts with
+    # --gpu-memory-utilization 0.45, its KV cache what is left of 0.45 x 79.2 GiB after the
+    # 8B model's weights and the engine's overhead (plan's memory model)
+    gpu = GPUS["h100-80gb"]
+    half = replica_memory(
+        MODELS["llama-3.1-8b"], Quantization.bf16, Quantization.bf16, gpu.memory, 1,
+        EngineSettings(memory_fraction=0.45), gpu.name,
+    )  # fmt: skip
+    assert two.spec.kv_tokens == half.kv_tokens
+    whole_kv = one.spec.kv_tokens
+    weights_and_overhead = half.weights_per_gpu + half.overhead_per_gpu
+    kv_bytes = (0.45 * gpu.memory - weights_and_overhead) / half.kv_per_token_gpu
+    assert two.spec.kv_tokens == pytest.approx(kv_bytes, abs=16)  # whole blocks of 16
+    assert two.spec.kv_tokens < whole_kv / 2
     # decode is bandwidth-bound: an idle replica's TPOT doubles, less the fixed overheads
     ratio = two.curve.points[0].tpot_p50_s / one.curve.points[0].tpot_p50_s
     assert 1.7 < ratio <= 2.0
     assert two.curve.saturation < 0.6 * one.curve.saturation
+
+
+def test_plan_and_twin_give_a_time_sliced_replica_one_capacity() -> None:
+    c = contract(pool={"sharing": "timeslice:2"})
+    serving = replica_serving(c, c.services[0])  # the pool's time-slicing, as the twin
+    planned = plan_service(c, "chat")
+    assert serving.spec == planned.serving.spec
+    assert serving.curve is planned.serving.curve
+    assert serving.curve.capacity(2.0) == planned.serving.curve.capacity(2.0)
+    assert planned.replica.memory.kv_tokens == serving.spec.kv_tokens
+    assert planned.replica.memory.utilization == pytest.approx(0.45)
+    notes = " ".join(planned.workload.assumptions)
+    assert "--gpu-memory-utilization 0.45" in notes
+    assert planned.ok
+
+
+def test_a_model_that_fits_a_gpu_but_not_its_time_slice_serves_nothing() -> None:
+    # Qwen2.5-14B bf16 (29.5 GB of weights) on an 80 GB GPU shared four ways: 0.225 x 79.2
+    # GiB is 17.8 GiB an engine, below its weights
+    service = {"model": {"name": "qwen2.5-14b-instruct", "params": "14B"}}
+    alone = contract(service)
+    shared = contract(service, pool={"sharing": "timeslice:4"})
+    assert replica_serving(alone, alone.services[0]).curve is not None
+    assert replica_serving(shared, shared.services[0]).curve is None
+    assert timeslice_memory_problem(alone, alone.services[0]) is None
+    problem = timeslice_memory_problem(shared, shared.services[0])
+    assert problem is not None
+    assert "each gets 1/4 of the budget (0.225 x 79.2 GiB = 17.8 GiB a GPU)" in problem
+    assert "its weights" in problem and "on a GPU of its own it would fit" in problem
+    planned = plan_service(shared, "chat")
+    assert [f.code for f in planned.findings if f.code == "timeslice-memory"] == [
+        "timeslice-memory"
+    ]
+    assert not planned.ok and planned.replicas is None
 
 
 def test_a_mig_slice_has_its_compute_and_memory_slices() -> None:

@@ -41,6 +41,7 @@ def check_command(
     moment = parse_now(now)
     loaded = load_contract(path)
     findings = check(loaded.contract, moment) + unknown_model_findings(loaded.contract)
+    findings += timeslice_memory_findings(loaded.contract)
     if not any(f.severity is Severity.error for f in findings):
         findings += compile_refusals(loaded.contract, moment)
     report = check_report(loaded, findings, moment)
@@ -84,6 +85,34 @@ def unknown_model_findings(contract: Contract) -> list[Finding]:
         Finding("unknown-model", Severity.error, path, f"service/{service.name}", message, fix)
         for path, service, message in model_problems(contract)
     ]
+
+
+def timeslice_memory_findings(contract: Contract) -> list[Finding]:
+    """Services on a time-sliced pool whose model does not fit in their share of the device
+    memory (the k engines of a GPU share it: plan/serving.py `timeslice_memory_problem`, the
+    share plan and the twin use): their pods would not start, the twin's replicas serve
+    nothing. Services whose model is unknown are left to unknown-model."""
+    shared = {p.name for p in contract.pools if p.sharing.mode == "timeslice"}
+    if not any(s.pool in shared for s in contract.services):
+        return []  # (plan's engine model is not even imported)
+    from gpupact.plan.from_contract import model_problem
+    from gpupact.plan.serving import timeslice_memory_problem
+
+    fix = (
+        "lower the pool's time-slice replicas, quantise the model, raise tensorParallel or put "
+        "the service on an exclusive or MIG pool"
+    )
+    out = []
+    for i, service in enumerate(contract.services):
+        if service.pool is None or model_problem(service) is not None:
+            continue
+        message = timeslice_memory_problem(contract, service)
+        if message is not None:
+            subject = f"service/{service.name}"
+            out.append(
+                Finding("timeslice-memory", Severity.error, ("services", i), subject, message, fix)
+            )
+    return out
 
 
 def _refusal(path: tuple[PathPart, ...], subject: str, message: str) -> Finding:

@@ -6,7 +6,8 @@ profile's log-normal distributions (`TokenStats`: p50 and p95), seeded, and run 
 step-level engine (`batching.simulate`). Statistics skip the first WARMUP_SHARE of requests,
 which met an empty engine. Above the highest measured load the queue for a place in the batch
 comes from a model fitted on the measured points (`batch_queue`): near saturation a finite
-run's P99 depends on the few KV-cache excursions it met, the model's on none.
+run's P99 depends on the few KV-cache excursions it met, the model's on none. The TPOT there
+moves towards that of the endless queue's full batch (`LatencyCurve.full_tpot`).
 """
 
 from __future__ import annotations
@@ -128,26 +129,46 @@ def saturation_rate(
     spec: EngineSpec, input: TokenStats, output: TokenStats, *, context: int, seed: int = SEED
 ) -> float:
     """Requests per second the replica takes in with an endless queue (`endless_queue`)."""
-    return endless_queue(spec, input, output, context=context, seed=seed)[0]
+    return endless_queue(spec, input, output, context=context, seed=seed).rate
+
+
+@dataclass(frozen=True)
+class FullBatch:
+    """The replica with an endless queue (`endless_queue`)."""
+
+    rate: float  # requests admitted per second: the saturation rate
+    batch: float  # running sequences, time average
+    tpot_p50_s: float  # TPOT of the requests admitted inside SATURATION_WINDOW
+    tpot_p99_s: float
 
 
 def endless_queue(
     spec: EngineSpec, input: TokenStats, output: TokenStats, *, context: int, seed: int = SEED
-) -> tuple[float, float]:
-    """(saturation rate, batch) of the replica with an endless queue: every request waits
-    from t = 0 and the engine runs the fullest batches it can. The rate is counted on
-    admissions (first tokens), which come in queue order whatever a request's length, between
-    SATURATION_WINDOW of them: completions would overstate it (the short requests of a batch
-    finish first). The batch is the time-averaged number of running sequences."""
+) -> FullBatch:
+    """The replica with an endless queue: every request waits from t = 0 and the engine runs
+    the fullest batches it can. The rate is counted on admissions (first tokens), which come
+    in queue order whatever a request's length, between SATURATION_WINDOW of them: completions
+    would overstate it (the short requests of a batch finish first). The batch is the
+    time-averaged number of running sequences; the TPOT percentiles are those of the requests
+    admitted inside the window, which decode in a batch kept full by the queue behind them
+    (what a replica with a backlog gives its requests)."""
     reqs = sample_requests(input, output, math.inf, SATURATION_REQUESTS, seed, context)
     run = simulate(spec, reqs)
     firsts = np.sort(run.first_token[~np.isnan(run.first_token)])
     if len(firsts) < 10:
-        return 0.0, 0.0
+        return FullBatch(0.0, 0.0, math.inf, math.inf)
     lo, hi = (int(len(firsts) * share) for share in SATURATION_WINDOW)
     span = firsts[hi] - firsts[lo]
     batch = run.running_area / run.end if run.end > 0 else 0.0
-    return ((hi - lo) / span if span > 0 else math.inf), batch
+    inside = (run.first_token >= firsts[lo]) & (run.first_token <= firsts[hi])
+    many = inside & (reqs.output > 1) & ~np.isnan(run.finished)
+    tpot = (run.finished - run.first_token)[many] / (reqs.output[many] - 1)
+    return FullBatch(
+        (hi - lo) / span if span > 0 else math.inf,
+        batch,
+        _quantile(tpot, 0.5),
+        _quantile(tpot, 0.99),
+    )
 
 
 # Load points of a latency curve, as shares of the saturation rate: denser near the top,
@@ -187,10 +208,21 @@ class LatencyCurve:
     saturation: float  # requests per second with an endless queue
     points: tuple[LoadPoint, ...]  # increasing rate, the last at TOP_SHARE x saturation
     full_batch: float = 0.0  # running sequences with an endless queue (0: not measured)
+    # TPOT P50/P99 with an endless queue, the batch as full as the KV cache lets it be
+    # (`endless_queue`; 0: not measured, the TPOT then stays at the top point's)
+    full_tpot_p50_s: float = 0.0
+    full_tpot_p99_s: float = 0.0
 
     @property
     def top(self) -> LoadPoint:
         return self.points[-1]
+
+    @property
+    def full_tpot(self) -> tuple[float, float]:
+        """(P50, P99) TPOT of a replica whose batch a queue keeps full: the endless queue's,
+        never below the top point's (the pessimistic reading of two finite runs)."""
+        top = self.top
+        return max(top.tpot_p50_s, self.full_tpot_p50_s), max(top.tpot_p99_s, self.full_tpot_p99_s)
 
     def at(self, rate: float) -> LoadPoint:
         """The load point at `rate` per replica: the measured points, linear between them;
@@ -209,16 +241,25 @@ class LatencyCurve:
     def above_top(self, rate: float) -> LoadPoint:
         """Above the top point, up to EXTRAPOLATE_UP_TO of saturation: the top's latencies
         (its prefill and interference) plus the wait of the batch queue (`batch_queue`), its
-        batch and queue the queue's. A curve without a measured full batch scales the TTFT's
-        excess over a nearly idle replica's by (1 - top load) / (1 - load) instead."""
+        batch and queue the queue's, and a TPOT between the top's and a full batch's
+        (`full_tpot`): its P50 (P99) as far as the batch queue's median (99th-percentile)
+        batch has grown from its value at the top point towards the full batch. A step's time
+        grows with the sequences in it, and near saturation the batch wanders over minutes
+        while a request decodes in seconds, so a request's TPOT is the step time of the batch
+        it met: the P99 request met the P99 batch (tests/twin/test_tpot_at_overload.py states
+        the result against the engine). A curve without a measured full batch scales the
+        TTFT's excess over a nearly idle replica's by (1 - top load) / (1 - load) instead, and
+        moves the TPOT linearly in the load from the top's towards the full batch's."""
         top, idle = self.points[-1], self.points[0]
         if self.full_batch > top.running_mean:
             load = round(min(rate / self.saturation, EXTRAPOLATE_UP_TO), 4)
             return replace(_queued_top(self, load), rate=rate)
         load = min(rate / self.saturation, EXTRAPOLATE_UP_TO)
-        grow = max(1.0, (1 - top.rate / self.saturation) / (1 - load))
+        top_load = top.rate / self.saturation
+        grow = max(1.0, (1 - top_load) / (1 - load))
+        fuller = min(1.0, max(0.0, (load - top_load) / (1 - top_load))) if top_load < 1 else 0.0
         return replace(
-            top,
+            _towards_full_tpot(self, fuller, fuller),
             rate=rate,
             ttft_p50_s=idle.ttft_p50_s + (top.ttft_p50_s - idle.ttft_p50_s) * grow,
             ttft_p99_s=idle.ttft_p99_s + (top.ttft_p99_s - idle.ttft_p99_s) * grow,
@@ -320,11 +361,7 @@ def batch_queue(curve: LatencyCurve, rate: float) -> BatchQueue:
     replica is interference rather than queueing, said 0.49 s for the 8B replica under every
     set of step-time constants tried, where eight runs pooled 1.2 to 1.6 s."""
     x = min(rate / curve.saturation, EXTRAPOLATE_UP_TO)
-    log_mu = _log_capacity(curve)
-    n = np.arange(len(log_mu))
-    log_w = n * math.log(x * curve.saturation) - log_mu
-    w = np.exp(log_w - log_w.max())
-    tail = w[-1] * x / (1 - x)  # n = B + 1, B + 2, ...: w_B x^j
+    n, w, tail = _batch_weights(curve, x)
     total = w.sum() + tail
     return BatchQueue(
         wait_share=float(w[-1] + tail) / total,  # arrivals see the time average (PASTA)
@@ -334,12 +371,41 @@ def batch_queue(curve: LatencyCurve, rate: float) -> BatchQueue:
     )
 
 
+def _batch_weights(curve: LatencyCurve, x: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """(n, unnormalised P(n) for n = 0 .. B, P(n > B)) of `batch_queue` at load x."""
+    log_mu = _log_capacity(curve)
+    n = np.arange(len(log_mu))
+    log_w = n * math.log(x * curve.saturation) - log_mu
+    w = np.exp(log_w - log_w.max())
+    tail = w[-1] * x / (1 - x)  # n = B + 1, B + 2, ...: w_B x^j
+    return n, w, float(tail)
+
+
+def batch_quantiles(curve: LatencyCurve, rate: float) -> tuple[float, float]:
+    """The median and 99th percentile of the running batch in time (`batch_queue`'s P(n),
+    requests beyond B waiting with the batch at B)."""
+    n, w, tail = _batch_weights(curve, min(rate / curve.saturation, EXTRAPOLATE_UP_TO))
+    cdf = np.cumsum(w)
+    cdf[-1] += tail
+    cdf /= cdf[-1]
+    return float(n[np.searchsorted(cdf, 0.5)]), float(n[np.searchsorted(cdf, 0.99)])
+
+
 @lru_cache(maxsize=8192)
 def _queued_top(curve: LatencyCurve, load: float) -> LoadPoint:
     """`above_top` at `load` x saturation (cached on a grid of 1e-4: the twin asks every
     tick)."""
     top = curve.top
     q = batch_queue(curve, load * curve.saturation)
+    top_load = top.rate / curve.saturation
+    linear = (load - top_load) / (1 - top_load) if top_load < 1 else 1.0
+    fuller = []
+    for now, then in zip(
+        batch_quantiles(curve, load * curve.saturation), _top_batch(curve), strict=True
+    ):
+        room = curve.full_batch - then
+        fuller.append((now - then) / room if room >= 1 else linear)
+    top = _towards_full_tpot(curve, *fuller)
     if q.wait_share < 1e-4:  # too rare to move a P99
         return top
     p50, p99 = (q.ttft_quantile(top.ttft_p50_s, top.ttft_p99_s, k) for k in (0.5, 0.99))
@@ -349,6 +415,29 @@ def _queued_top(curve: LatencyCurve, load: float) -> LoadPoint:
         ttft_p99_s=max(top.ttft_p99_s, p99),
         running_mean=max(top.running_mean, q.batch),
         waiting_mean=max(top.waiting_mean, q.queue),
+    )
+
+
+@lru_cache(maxsize=256)
+def _top_batch(curve: LatencyCurve) -> tuple[float, float]:
+    """The batch queue's median and 99th-percentile batch at the top point's rate, where the
+    TPOT starts to move towards a full batch's (so that it is continuous there)."""
+    return batch_quantiles(curve, curve.top.rate)
+
+
+def _towards_full_tpot(curve: LatencyCurve, fuller50: float, fuller99: float) -> LoadPoint:
+    """The top point with its TPOT P50 / P99 `fuller50` / `fuller99` (0 to 1) of the way to
+    a full batch's."""
+    top = curve.top
+    measured = (curve.full_tpot_p50_s, curve.full_tpot_p99_s)
+    if not all(0 < t < math.inf for t in measured):
+        return top
+    f50, f99 = (min(1.0, max(0.0, f)) for f in (fuller50, fuller99))
+    p50, p99 = curve.full_tpot
+    return replace(
+        top,
+        tpot_p50_s=top.tpot_p50_s + f50 * (p50 - top.tpot_p50_s),
+        tpot_p99_s=top.tpot_p99_s + f99 * (p99 - top.tpot_p99_s),
     )
 
 
@@ -387,7 +476,8 @@ def latency_curve(
     spec: EngineSpec, input: TokenStats, output: TokenStats, context: int
 ) -> LatencyCurve:
     """The replica's curve (cached: the same profile is planned and simulated many times)."""
-    saturation, full_batch = endless_queue(spec, input, output, context=context)
+    full = endless_queue(spec, input, output, context=context)
+    saturation = full.rate
     if not saturation > 0 or math.isinf(saturation):
         raise ValueError(f"the engine serves no request of this profile ({saturation})")
     measured = [
@@ -397,7 +487,9 @@ def latency_curve(
         )
         for share in CURVE_SHARES
     ]  # fmt: skip
-    return LatencyCurve(saturation, monotone(measured), full_batch)
+    return LatencyCurve(
+        saturation, monotone(measured), full.batch, full.tpot_p50_s, full.tpot_p99_s
+    )
 
 
 def monotone(points: list[LoadPoint]) -> tuple[LoadPoint, ...]:

@@ -13,6 +13,8 @@ Assumptions the contract forces are recorded on the workload and printed with th
 - a GPU label outside the catalogue: the pool's `gpu.memory` with the lowest compute and
   bandwidth of the catalogue (CONSERVATIVE_GPU);
 - MIG: a `<n>g` slice gets n/7 of the GPU's compute and bandwidth, its own memory;
+- time-slicing (`timeslice:k`): each of the k engines on a device gets 1/k of the memory
+  budget an engine takes alone (`plan.memory.time_sliced`): k processes share the memory;
 - no token profile: DEFAULT_INPUT / DEFAULT_OUTPUT; no contextLength: p95 prompt + p95 completion.
 """
 
@@ -28,7 +30,7 @@ from gpupact.contract.schema import Contract, Pool, Quantization, Service
 from gpupact.errors import InputError, PathPart
 from gpupact.plan.gpus import CATALOGUE as GPUS
 from gpupact.plan.gpus import GpuModel, find_gpu
-from gpupact.plan.memory import GPU_MEMORY_UTILIZATION
+from gpupact.plan.memory import GPU_MEMORY_UTILIZATION, EngineSettings, time_sliced
 from gpupact.plan.model_config import arch_from_flags, arch_problem, with_flags
 from gpupact.plan.models import ModelArch, UnknownModel, approximate_dense, resolve_model
 from gpupact.plan.workload import (
@@ -71,21 +73,30 @@ def pool_gpu(pool: Pool) -> tuple[GpuModel, list[str]]:
 
 def runtime_memory(pool: Pool, gpu: GpuModel) -> int | None:
     """The catalogue's runtime-reported memory when the pool declares none of its own (the
-    `-<N>g` label suffix is a name, N GiB, not what the runtime reports) and the GPU is whole."""
+    `-<N>g` label suffix is a name, N GiB, not what the runtime reports) and the GPU is whole
+    (exclusive or time-sliced: time-slicing does not partition the memory; a MIG slice is
+    its profile's)."""
     declared = "memory" in pool.gpu.model_fields_set
-    if declared or pool.sharing.mode != "exclusive":
+    if declared or pool.sharing.mode == "mig":
         return None
     if find_gpu(pool.gpu.model or "") is None and find_gpu(pool.gpu.product or "") is None:
         return None
     return gpu.memory
 
 
+def timeslice_of(pool: Pool) -> int:
+    """Engines sharing each of the pool's devices: its time-slice replicas, else 1."""
+    return pool.sharing.replicas if pool.sharing.mode == "timeslice" else 1
+
+
 def service_model(
-    service: Service, device_memory: int, tp: int
+    service: Service, device_memory: int, tp: int, utilization: Fraction = GPU_MEMORY_UTILIZATION
 ) -> tuple[ModelArch, Quantization, list[str]]:
+    """The service's model; without one, a default sized on the replica's usable memory
+    (`utilization` of its devices: a time-sliced replica's share)."""
     spec = service.model
     if spec is None:
-        usable = device_memory * tp * GPU_MEMORY_UTILIZATION
+        usable = device_memory * tp * utilization
         params = math.floor(usable * DEFAULT_WEIGHT_SHARE / 2)  # bf16: 2 bytes a weight
         note = (
             f"no model declared: planned as a dense bf16 model of {params / 1e9:.1f}B parameters "
@@ -173,8 +184,13 @@ def headroom_of(contract: Contract, service: Service) -> int:
     return service_headroom(service, contract.workload_class(service.workload_class))
 
 
-def workload_for_service(contract: Contract, service: Service, slowdown: float = 1.0) -> Workload:
-    """The workload of a linked contract's service; `slowdown` as in `Workload`."""
+def workload_for_service(
+    contract: Contract, service: Service, slowdown: float = 1.0, *, timeslice: int | None = None
+) -> Workload:
+    """The workload of a linked contract's service; `slowdown` as in `Workload`. On a device
+    time-sliced `timeslice` ways (default: the pool's) the engine gets 1/timeslice of the
+    memory budget it would take alone (`plan.memory.time_sliced`), the default model is
+    sized on that share, and the plan says which `--gpu-memory-utilization` that is."""
     if service.pool is None:
         raise InputError(f"service {service.name} has no pool: check the contract first")
     pool = contract.pool(service.pool)
@@ -183,14 +199,22 @@ def workload_for_service(contract: Contract, service: Service, slowdown: float =
     if sharing.mode == "mig":
         slices = int((sharing.profile or "7g").split("g", 1)[0])
         slowdown *= MIG_COMPUTE_SLICES / slices
+    k = timeslice_of(pool) if timeslice is None else timeslice
     device_memory = pool.device_memory
-    model, quantization, model_notes = service_model(
-        service, device_memory, service.tensor_parallel
-    )
     runtime = runtime_memory(pool, gpu)
     if runtime is not None:
         device_memory = runtime
+    tp = service.tensor_parallel
+    engine = time_sliced(EngineSettings(), device_memory, gpu.name, tp, k)
+    utilization = engine.flags(device_memory, gpu.name, tp).memory_fraction
+    model, quantization, model_notes = service_model(service, pool.device_memory, tp, utilization)
     notes += model_notes
+    if k > 1:
+        notes.append(
+            f"time-sliced GPU ({k} engines a device): they share its memory, each within "
+            f"1/{k} of an engine's budget (--gpu-memory-utilization {float(utilization):.4g}; "
+            f"vLLM refuses to start with more than the device has free)"
+        )
     tokens = service.tokens
     inputs = TokenStats.of(tokens.input if tokens else None, DEFAULT_INPUT)
     outputs = TokenStats.of(tokens.output if tokens else None, DEFAULT_OUTPUT)
@@ -220,4 +244,5 @@ def workload_for_service(contract: Contract, service: Service, slowdown: float =
         service_cold_start=service.cold_start,
         slowdown=slowdown,
         assumptions=tuple(notes),
+        engine=engine,
     )

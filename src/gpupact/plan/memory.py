@@ -23,10 +23,11 @@ blocks of `block_tokens` tokens.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from gpupact.contract.schema import Quantization
+from gpupact.errors import InputError
 from gpupact.plan import overhead
 from gpupact.plan.engine_flags import (
     VLLM_UTILIZATION,
@@ -62,6 +63,37 @@ class EngineSettings:
             max_num_seqs=self.max_num_seqs,
             max_num_batched_tokens=self.max_num_batched_tokens,
         )
+
+
+def time_sliced(
+    settings: EngineSettings, device_memory: int, gpu_name: str, tp: int, replicas: int
+) -> EngineSettings:
+    """The settings of one of `replicas` engines time-sliced on the same devices (NVIDIA
+    time-slicing: k processes share a GPU's SMs in turns and its memory at once, without
+    partitioning it): its memory budget is 1/replicas of what the engine takes alone, so that
+    all of them start. vLLM's budget is gpu_memory_utilization x the device's total memory,
+    and a worker refuses to start when the device's free memory is below it (vLLM
+    vllm/v1/worker/gpu_worker.py, Worker.init_device: requested_memory = total_memory x
+    gpu_memory_utilization, "Free memory on device ... on startup is less than desired GPU
+    memory utilization"; its KV cache is that budget less the weights and the profiled peak,
+    Worker.determine_available_memory,
+    https://github.com/vllm-project/vllm/blob/35d5cda123ec28581759b6d34cde8052314fb1e6/vllm/v1/worker/gpu_worker.py):
+    at the default 0.9 a second engine finds 10 % free and fails, so each must be started
+    with at most 0.9 / replicas. SGLang's mem_fraction_static is a share of the total memory
+    too. A fraction the user set is kept (it is theirs to divide). TensorRT-LLM's
+    free_gpu_memory_fraction is a share of the memory free when it starts, which one setting
+    cannot split evenly among co-tenants: refused."""
+    if replicas <= 1 or settings.memory_fraction is not None:
+        return settings
+    flags = settings.flags(device_memory, gpu_name, tp)
+    if flags.engine is Engine.trtllm:
+        raise InputError(
+            "TensorRT-LLM on a time-sliced GPU: its free_gpu_memory_fraction is a share of the "
+            "memory free at its start, so co-tenants cannot be given equal budgets; plan it on "
+            "an exclusive or MIG device"
+        )
+    share = flags.memory_fraction / replicas
+    return replace(settings, memory_fraction=float(share))
 
 
 def kv_bytes_per_token(model: ModelArch, kv_dtype: Quantization) -> int:

@@ -7,9 +7,9 @@ from dataclasses import dataclass, replace
 from gpupact.contract.schema import Contract
 from gpupact.errors import InputError
 from gpupact.plan.capacity import Finding, ServicePlan, plan_workload
-from gpupact.plan.from_contract import workload_for_service
+from gpupact.plan.from_contract import timeslice_of, workload_for_service
 from gpupact.plan.prewarm import PrewarmSchedule, prewarm_schedules
-from gpupact.plan.serving import shares_of
+from gpupact.plan.serving import shares_of, timeslice_memory_problem
 
 
 @dataclass(frozen=True)
@@ -58,21 +58,26 @@ def plan_service(
     if service is None:
         known = ", ".join(s.name for s in contract.services) or "none"
         raise InputError(f"no service named {service_name!r} (services: {known})")
-    sharing = contract.pool(service.pool).sharing if service.pool else None
-    # planned as if every co-tenant of a time-sliced GPU is busy
-    slowdown = float(sharing.replicas) if sharing and sharing.mode == "timeslice" else 1.0
-    workload = workload_for_service(contract, service, slowdown)
-    if slowdown > 1:
+    pool = contract.pool(service.pool) if service.pool else None
+    # planned as if every co-tenant of a time-sliced GPU is busy; its memory budget is 1/k of
+    # an engine's (workload_for_service), as the twin's replica (serving.replica_serving)
+    timeslice = timeslice_of(pool) if pool else 1
+    workload = workload_for_service(contract, service, float(timeslice), timeslice=timeslice)
+    if timeslice > 1:
         workload = workload.assuming(
-            f"time-sliced GPU ({sharing}): compute and bandwidth divided by {slowdown:g}"
+            f"time-sliced GPU ({pool.sharing if pool else ''}): compute and bandwidth divided "
+            f"by {timeslice}"
         )
     if ttft_slo_s is None and service.ttft_slo is not None:
         ttft_slo_s = service.ttft_slo.total_seconds()
-    timeslice = int(slowdown) if sharing and sharing.mode == "timeslice" else 1
     shares = shares_of(contract, service, timeslice)
     if rate is not None:
         workload = replace(workload, rate=rate, concurrency=None)
-    return plan_workload(replace(workload, ttft_slo_s=ttft_slo_s), shares=shares)
+    plan = plan_workload(replace(workload, ttft_slo_s=ttft_slo_s), shares=shares)
+    problem = timeslice_memory_problem(contract, service)
+    if problem is not None:
+        plan = replace(plan, findings=(*plan.findings, Finding("timeslice-memory", problem)))
+    return plan
 
 
 def plan_contract(

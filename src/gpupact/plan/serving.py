@@ -5,21 +5,24 @@ The same engine (`plan.engine`), step-level scheduler (`plan.batching`) and late
 size, so the twin and the plan agree on what a replica serves.
 
 A shared GPU keeps a share of the device: a time-sliced one 1/k of the SMs and of the memory
-bandwidth (k replicas take turns), a MIG slice its compute slices of 7 and its memory slices
-of 8 (NVIDIA MIG user guide, "Supported MIG Profiles": A100/H100 1g.10gb has 1 of 7 compute
-and 1 of 8 memory slices, 1g.20gb 1 and 2, 2g 2/8, 3g and 4g 4/8, 7g 8/8; the bandwidth
-follows the memory slices, which a profile's memory gives: its share of the GPU's in eighths),
-so the slow-down comes out of the step formula rather than a fixed divisor.
+bandwidth (k replicas take turns) and 1/k of the memory budget (the k engines hold their
+weights and KV caches at once: `plan.memory.time_sliced`), a MIG slice its compute slices of
+7 and its memory slices of 8 (NVIDIA MIG user guide, "Supported MIG Profiles": A100/H100
+1g.10gb has 1 of 7 compute and 1 of 8 memory slices, 1g.20gb 1 and 2, 2g 2/8, 3g and 4g 4/8,
+7g 8/8; the bandwidth follows the memory slices, which a profile's memory gives: its share of
+the GPU's in eighths), so the slow-down comes out of the step formula rather than a fixed divisor.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpupact.contract.schema import Contract, Service
 from gpupact.plan.engine import EngineSpec
 from gpupact.plan.engine_load import LatencyCurve, engine_spec, latency_curve
-from gpupact.plan.from_contract import workload_for_service
+from gpupact.plan.from_contract import timeslice_of, workload_for_service
+from gpupact.plan.memory import EngineSettings
+from gpupact.plan.replica import estimate_replica
 from gpupact.plan.workload import TokenStats, Workload
 
 MIG_COMPUTE_SLICES = 7
@@ -61,12 +64,61 @@ def shares_of(contract: Contract, service: Service, timeslice: int = 1) -> tuple
     return 1.0 / timeslice, 1.0 / timeslice
 
 
-def replica_serving(contract: Contract, service: Service, *, timeslice: int = 1) -> ReplicaServing:
+def replica_serving(
+    contract: Contract, service: Service, *, timeslice: int | None = None
+) -> ReplicaServing:
     """One replica of `service` (from a linked contract) at its declared tensor parallelism,
-    on a device time-sliced `timeslice` ways. A service without a model gets the documented
-    default model (see `from_contract`), not an error."""
-    workload = workload_for_service(contract, service)
-    compute, bandwidth = shares_of(contract, service, timeslice)
+    on a device time-sliced `timeslice` ways (default: its pool's): 1/timeslice of the SMs,
+    of the bandwidth and of the memory budget (`from_contract.workload_for_service`), as
+    `gpupact plan` plans it. A service without a model gets the documented default model
+    (see `from_contract`), not an error."""
+    pool = contract.pool(service.pool) if service.pool else None
+    k = timeslice if timeslice is not None else (timeslice_of(pool) if pool else 1)
+    workload = workload_for_service(contract, service, timeslice=k)
+    compute, bandwidth = shares_of(contract, service, k)
     return serving_of(
         workload, service.tensor_parallel, compute_share=compute, bandwidth_share=bandwidth
+    )
+
+
+def timeslice_memory_problem(contract: Contract, service: Service) -> str | None:
+    """Why a replica of `service` does not fit in its share of a time-sliced device's memory
+    (None: it fits, or its pool is not time-sliced): the weights, or one request of its
+    context length, are more than 1/k of the engine's budget leaves. Such engines do not
+    start (vLLM refuses a KV cache smaller than one max_model_len request:
+    vllm/v1/core/kv_cache_utils.py, check_enough_kv_cache_memory), and the twin's replica
+    serves nothing when not even a median request fits. `gpupact plan` and `gpupact check`
+    both report it."""
+    pool = contract.pool(service.pool) if service.pool else None
+    k = timeslice_of(pool) if pool else 1
+    if pool is None or k <= 1:
+        return None
+    workload = workload_for_service(contract, service)
+    tp = service.tensor_parallel
+    replica = estimate_replica(workload, tp)
+    if replica.fits:
+        return None
+    memory = replica.memory
+    gib = 2**30
+    budget = (
+        f"{memory.utilization:.4g} x {memory.device_memory / gib:.1f} GiB = "
+        f"{memory.usable_per_gpu / gib:.1f} GiB a GPU"
+    )
+    if not replica.weights_fit:
+        why = (
+            f"its weights ({memory.weights_per_gpu / gib:.1f} GiB a GPU) and the engine's "
+            f"overhead ({memory.overhead_per_gpu / gib:.1f} GiB) do not fit"
+        )
+    else:
+        why = (
+            f"only {memory.kv_tokens} tokens of KV cache fit, below contextLength "
+            f"{workload.context}"
+        )
+    alone = estimate_replica(replace(workload, engine=EngineSettings()), tp).fits
+    return (
+        f"pool {pool.name} ({pool.sharing}) runs {k} engines a GPU, which share its memory: "
+        f"each gets 1/{k} of the budget ({budget}), and {why}; "
+        + ("on a GPU of its own it would fit" if alone else "it would not fit a whole GPU either")
+        + " (the replica does not start: vLLM refuses a budget above the free memory or a KV "
+        "cache smaller than one request)"
     )

@@ -8,7 +8,11 @@ at rps / ready replicas. At or above it the replicas serve at the saturation rat
 an engine with a full queue takes requests in, and the rest piles up in a backlog (a fluid
 queue, first in first out) that drains at that rate once the load falls.
 
-A request that meets a backlog waits backlog / service rate, then has the engine's own TTFT.
+A request that meets a backlog waits backlog / service rate, then has the engine's own TTFT,
+and decodes in a batch the backlog keeps full: its TPOT is the endless queue's
+(`LatencyCurve.full_tpot`, the step-level engine run with every request waiting). Between the
+top point and saturation the TPOT moves from the top's towards that one with the batch
+(`LatencyCurve.above_top`).
 The first requests of an overload could fill the batch up to its size with an endless queue
 instead of waiting, but the engine does not take them in at once (its KV cache fills as their
 contexts grow), so the wait counts the whole backlog: the twin is not optimistic at the onset
@@ -105,7 +109,8 @@ class EngineQueue:
             self.running = replicas * max(top.running_mean, curve.full_batch)
         waits = (backlog_wait(start, rps, capacity, dt, q) for q in (0.5, 0.99))
         p50, p99 = (self._ttft(w, q) for w, q in zip(waits, (0.5, 0.99), strict=True))
-        return TickLatency(p50, p99, top.tpot_p50_s, top.tpot_p99_s)
+        tpot50, tpot99 = curve.full_tpot  # the queue keeps the batch full
+        return TickLatency(p50, p99, tpot50, tpot99)
 
     def _settle(self, rate: float, dt: float, backlogged: bool) -> None:
         """A queue takes time to form: the relaxation time of a queue at load x is about
