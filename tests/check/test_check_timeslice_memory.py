@@ -6,6 +6,7 @@ the twin use, so the pods would not start and the twin's replicas serve nothing.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +110,38 @@ def test_a_model_that_fits_its_share_is_not_reported(
         del doc["services"][0]["loadTest"]
     _code, report = check(tmp_path, doc)
     assert hits(report) == []
+
+
+@pytest.mark.parametrize(
+    ("sharing", "expected"), [("timeslice:2", "0.45"), ("timeslice:4", "0.225")]
+)
+def test_compile_hands_the_engine_its_share_plan_sizes_with(sharing: str, expected: str) -> None:
+    """The compiled Deployment passes the share as GPU_MEMORY_UTILIZATION (for the image's
+    --gpu-memory-utilization), the same number plan and the twin size the replica with."""
+    from gpupact.compile import CompileOptions, compile_contract
+    from gpupact.plan.from_contract import workload_for_service
+
+    parsed = parse_contract(yaml.safe_dump(contract(sharing, LLAMA_8B)), "c.yaml").contract
+    bundle = compile_contract(parsed, CompileOptions(now=datetime.fromisoformat(NOW)))
+    deployment = bundle.find("Deployment", "svc", "team")
+    env = {
+        e["name"]: e["value"]
+        for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    assert env["GPU_MEMORY_UTILIZATION"] == expected
+    service = next(s for s in parsed.services if s.name == "svc")
+    workload = workload_for_service(parsed, service)
+    assert float(workload.engine.memory_fraction) == pytest.approx(float(expected))
+
+
+def test_an_exclusive_pool_compiles_no_memory_share() -> None:
+    from gpupact.compile import CompileOptions, compile_contract
+
+    doc = contract("exclusive", LLAMA_8B)
+    del doc["services"][0]["loadTest"]
+    parsed = parse_contract(yaml.safe_dump(doc), "c.yaml").contract
+    deployment = compile_contract(parsed, CompileOptions(now=datetime.fromisoformat(NOW))).find(
+        "Deployment", "svc", "team"
+    )
+    names = [e["name"] for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]]
+    assert "GPU_MEMORY_UTILIZATION" not in names

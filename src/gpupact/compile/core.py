@@ -21,6 +21,7 @@ Choices, each for a reason the chapter gives:
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 from gpupact.compile.gpu_operator import device_labels
@@ -313,7 +314,7 @@ def service_objects(contract: Contract, service: Service) -> tuple[list[Obj], li
     container = {
         "name": "server",
         "image": image_for(service.name),
-        "env": _service_env(service),
+        "env": _service_env(service, pool),
         "ports": [{"name": "http", "containerPort": SERVING_PORT}],
         "resources": container_resources(pool, service.gpus_per_pod or 1, service.resources),
     }
@@ -425,13 +426,25 @@ def service_objects(contract: Contract, service: Service) -> tuple[list[Obj], li
     return core, lws
 
 
-def _service_env(service: Service) -> list[Obj]:
+# vLLM's default gpu_memory_utilization (the engine's budget as a share of the device's total
+# memory; plan.engine_flags.VLLM_UTILIZATION). k engines time-sliced on one GPU share its
+# memory at once, and an engine whose budget exceeds the free memory refuses to start, so each
+# gets this / k (plan.memory.time_sliced, which the twin and plan size with; a test holds the
+# two equal).
+ENGINE_MEMORY_SHARE = Fraction(9, 10)
+
+
+def _service_env(service: Service, pool: Pool) -> list[Obj]:
     env = []
     if service.model is not None:
         env.append({"name": "MODEL_NAME", "value": service.model.name})
     env.append({"name": "TENSOR_PARALLEL_SIZE", "value": str(service.tensor_parallel)})
     if service.context_length is not None:
         env.append({"name": "MAX_MODEL_LEN", "value": str(service.context_length)})
+    if pool.sharing.mode == "timeslice" and pool.sharing.replicas > 1:
+        share = ENGINE_MEMORY_SHARE / pool.sharing.replicas
+        # for the image's `--gpu-memory-utilization`: without it the second co-tenant fails
+        env.append({"name": "GPU_MEMORY_UTILIZATION", "value": f"{float(share):.4g}"})
     return env
 
 
