@@ -20,6 +20,7 @@ def reference_run(spec: EngineSpec, requests: Requests) -> dict[str, object]:
     total = spec.kv_tokens // bt
     first, done = [math.nan] * n, [math.nan] * n
     generated, computed, blocks = [0] * n, [0] * n, [0] * n
+    decoding = [False] * n  # sampled a token and still running
     running: list[int] = []
     waiting: deque[int] = deque()
     free, now, nxt, finished = total, 0.0, 0, 0
@@ -38,6 +39,7 @@ def reference_run(spec: EngineSpec, requests: Requests) -> dict[str, object]:
         victim = running.pop()
         free += blocks[victim]
         blocks[victim] = computed[victim] = 0
+        decoding[victim] = False
         waiting.appendleft(victim)
         preemptions += 1
 
@@ -54,11 +56,31 @@ def reference_run(spec: EngineSpec, requests: Requests) -> dict[str, object]:
             now = arrival[nxt]
             continue
         budget = spec.max_num_batched_tokens
+        # separate_prefill: a step of prompts alone whenever one can be formed (the partly
+        # prefilled request's next chunk, else the queue's head), else of decodes alone
+        prefill_only = admit = True
+        if spec.separate_prefill:
+            partial = [i for i in running if not decoding[i]]
+            if partial:
+                first_in = partial[0]
+            elif waiting and len(running) < spec.max_num_seqs:
+                first_in = waiting[0]
+            else:
+                first_in = None
+            if first_in is not None:
+                take = min(prompt[first_in] + generated[first_in] - computed[first_in], budget)
+                prefill_only = need(first_in, take) <= free
+            else:
+                prefill_only = False
+            admit = prefill_only
         chosen: list[tuple[int, int]] = []
         preempted = False
         pos = 0
         while pos < len(running) and budget > 0:
             i = running[pos]
+            if spec.separate_prefill and decoding[i] == prefill_only:
+                pos += 1  # not this step's kind
+                continue
             take = min(prompt[i] + generated[i] - computed[i], budget)
             while need(i, take) > free and running[-1] != i:
                 preempt_newest()
@@ -72,7 +94,9 @@ def reference_run(spec: EngineSpec, requests: Requests) -> dict[str, object]:
             budget -= take
             chosen.append((i, take))
             pos += 1
-        while not preempted and waiting and budget > 0 and len(running) < spec.max_num_seqs:
+        while (
+            admit and not preempted and waiting and budget > 0 and len(running) < spec.max_num_seqs
+        ):
             i = waiting[0]
             take = min(prompt[i] + generated[i] - computed[i], budget)
             if need(i, take) > free:
@@ -88,7 +112,7 @@ def reference_run(spec: EngineSpec, requests: Requests) -> dict[str, object]:
         tokens = sum(take for _, take in chosen)
         pairs = sum(take * computed[i] + take * (take + 1) // 2 for i, take in chosen)
         kv = sum(computed[i] for i, _ in chosen)
-        seconds = spec.step_s(tokens, float(pairs), float(kv))
+        seconds = spec.step_s(tokens, float(pairs), float(kv), all(decoding[i] for i, _ in chosen))
         running_area += len(running) * seconds
         waiting_area += len(waiting) * seconds
         busy += seconds
@@ -97,11 +121,13 @@ def reference_run(spec: EngineSpec, requests: Requests) -> dict[str, object]:
         for i, take in chosen:
             computed[i] += take
             if computed[i] == prompt[i] + generated[i]:
+                decoding[i] = True
                 generated[i] += 1
                 if generated[i] == 1:
                     first[i] = now
                 if generated[i] >= out[i]:
                     done[i] = now
+                    decoding[i] = False
                     running.remove(i)
                     free += blocks[i]
                     blocks[i] = 0

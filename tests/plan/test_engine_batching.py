@@ -131,6 +131,7 @@ def random_requests(n: int, rate: float, seed: int) -> Requests:
     )
 
 
+SGLANG = dict(separate_prefill=True, graph_prefill=False, graph_max_tokens=16)
 CASES = {
     # small enough that blocks run short in decode runs: preemptions
     "short cache": (dict(kv_tokens=40_000), 8.0),
@@ -150,6 +151,20 @@ CASES = {
         4.0,
     ),
     "no-evict overload": (dict(admission=Admission.no_evict), 40.0),
+    # SGLang: prompts and decodes in separate steps, prefill first; eager past its graphs
+    "separate light load": (dict(separate_prefill=True, graph_prefill=False), 1.0),
+    "separate overload": (SGLANG, 40.0),
+    "separate short cache": ({**SGLANG, "kv_tokens": 40_000}, 8.0),
+    "separate tiny cache": ({**SGLANG, "kv_tokens": 12_000, "block_tokens": 1}, 6.0),
+    "separate few seqs": ({**SGLANG, "max_num_seqs": 8}, 6.0),
+    "separate small budget": (
+        {**SGLANG, "max_num_batched_tokens": 512, "max_num_seqs": 64},
+        4.0,
+    ),
+    "separate no-evict": ({**SGLANG, "kv_tokens": 40_000, "admission": Admission.no_evict}, 8.0),
+    # vLLM: eager past its largest captured step, or every step (enforce_eager)
+    "graphs up to 512 tokens": (dict(graph_max_tokens=512), 8.0),
+    "enforce eager short cache": (dict(graph_max_tokens=0, kv_tokens=40_000), 8.0),
 }
 
 
@@ -172,11 +187,13 @@ def test_the_engine_takes_every_decision_of_a_plain_step_loop(case: str) -> None
         assert got == pytest.approx(want, rel=1e-9)
 
 
+@pytest.mark.parametrize("separate", [False, True])
 @pytest.mark.parametrize("admission", list(Admission))
 def test_the_decode_fast_path_is_the_step_by_step_loop(
-    admission: Admission, monkeypatch: pytest.MonkeyPatch
+    admission: Admission, separate: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    s = spec(kv_tokens=40_000, admission=admission)  # blocks run short in decode runs
+    more = SGLANG if separate else {}
+    s = spec(kv_tokens=40_000, admission=admission, **more)  # blocks run short in decode runs
     reqs = random_requests(300, 8.0, seed=3)
     fast = simulate(s, reqs)
     monkeypatch.setattr(batching._Engine, "decode_only", lambda self: False)

@@ -10,6 +10,14 @@ is preempted: its blocks are freed and it goes back to the head of the queue to 
 (vLLM's default, RECOMPUTE), and no new request is admitted in that step. A request samples its
 first token in the step that completes its prompt (TTFT) and one token per step after that.
 
+With `separate_prefill` (SGLang without --enable-mixed-chunk) a step carries prompts or
+decodes, never both: whenever a prefill batch can be formed (the request part-way through its
+prompt, if its next chunk's blocks are free; else the head of the queue, if the running cap and
+its blocks allow), the step is that batch alone, filled from the whole budget as above, and the
+decoding sequences wait for it; otherwise every decoding sequence takes its token (preempting
+as above when blocks run short) and nothing is admitted (python/sglang/srt/managers/
+scheduler.py, get_next_batch_to_run: "Run prefill first if possible", v0.4.0.post1).
+
 That is `Admission.recompute`, every engine's policy unless its spec says otherwise. Under
 `Admission.no_evict` (TensorRT-LLM's default GUARANTEED_NO_EVICT, plan/engine_flags.py) a
 request is admitted only when the blocks of its prompt and its whole output are free; it holds
@@ -112,6 +120,7 @@ class _Engine:
         self.capacity = self.total_blocks * self.bt
         self.fits = requests.input + requests.output <= self.capacity
         self.budget = spec.max_num_batched_tokens
+        self.separate = spec.separate_prefill
         # vLLM refuses max_num_batched_tokens < max_num_seqs (SchedulerConfig): every decoding
         # sequence gets its token in every step
         self.max_seqs = min(spec.max_num_seqs, spec.max_num_batched_tokens)
@@ -228,7 +237,7 @@ class _Engine:
         self.used += taken
         sp = self.sp
         budget = self.budget - len(self.dec)
-        if sp is not None and budget > 0:
+        if sp is not None and budget > 0 and not self.separate:
             c = self.computed[sp]
             take = min(self.prompt[sp] + self.generated[sp] - c, budget)
             need = self.blocks_of(c + take) - self.blocks_of(c)
@@ -239,15 +248,34 @@ class _Engine:
                 return take
         return 0
 
+    def prefill_ready(self) -> bool:
+        """A prefill batch can be formed (`separate_prefill`): the request part-way through
+        its prompt with its next chunk's blocks free, else the queue's head within the running
+        cap and with its blocks free."""
+        free = self.total_blocks - self.used
+        sp = self.sp
+        if sp is not None:
+            c = self.computed[sp]
+            take = min(self.prompt[sp] + self.generated[sp] - c, self.budget)
+            return self.reserve or self.blocks_of(c + take) - self.blocks_of(c) <= free
+        if not self.waiting or len(self.dec) >= self.max_seqs:
+            return False
+        head = self.waiting[0]
+        c = self.computed[head]
+        take = min(self.prompt[head] + self.generated[head] - c, self.budget)
+        return self.admit_blocks(head, c, take) <= free
+
     def step_once(self) -> None:
         """One step of the scheduler and the forward pass it runs."""
         computed, generated, prompt = self.computed, self.generated, self.prompt
-        n = len(self.dec)
+        held = len(self.dec)  # decoding sequences, running whether or not they step
+        prefill_only = self.separate and self.prefill_ready()
+        n = 0 if prefill_only else held  # those that take a token this step
         budget = self.budget - n
         extra = self.new_blocks(1) if n else 0
         sp = self.sp
         sp_take = sp_extra = 0
-        if sp is not None and budget > 0:
+        if sp is not None and budget > 0 and (prefill_only or not self.separate):
             c = computed[sp]
             sp_take = min(prompt[sp] + generated[sp] - c, budget)
             if not self.reserve:
@@ -256,8 +284,9 @@ class _Engine:
         if extra + sp_extra <= self.total_blocks - self.used:
             self.used += extra + sp_extra
             budget -= sp_take
-            running = n + (sp is not None)
-            while self.waiting and budget > 0 and running < self.max_seqs:
+            running = held + (sp is not None)
+            admit = prefill_only or not self.separate
+            while admit and self.waiting and budget > 0 and running < self.max_seqs:
                 i = self.waiting[0]
                 c = computed[i]
                 take = min(prompt[i] + generated[i] - c, budget)
@@ -270,10 +299,11 @@ class _Engine:
                 running += 1
                 admitted.append((i, take))
         else:
-            sp_take = self.schedule_preempting()
-            n, sp = len(self.dec), self.sp
+            sp_take = self.schedule_preempting()  # (never in a prefill-only step: it fits)
+            n = held = len(self.dec)
+            sp = self.sp
         # the forward pass over what was scheduled
-        kv = self.base_sum + n * self.D  # the decoders' cached tokens
+        kv = self.base_sum + n * self.D if n else 0  # the stepping decoders' cached tokens
         tokens, pairs = n, kv + n
         if sp_take:
             c = computed[sp]
@@ -287,8 +317,8 @@ class _Engine:
             kv += c
         if tokens == 0:
             return
-        seconds = self.spec.step_s(tokens, float(pairs), float(kv))
-        running = n + (sp is not None) + len(admitted)
+        seconds = self.spec.step_s(tokens, float(pairs), float(kv), tokens == n)
+        running = held + (sp is not None) + len(admitted)
         self.running_area += running * seconds
         self.waiting_area += len(self.waiting) * seconds
         self.busy += seconds
@@ -329,6 +359,8 @@ class _Engine:
         n = len(self.dec)
         if self.sp is not None or not n:
             return False
+        if self.separate:
+            return not self.prefill_ready()
         if not self.waiting or n >= self.max_seqs:
             return True
         head = self.waiting[0]
@@ -356,14 +388,14 @@ class _Engine:
             arrival = self.arrival[self.next_arrival]
             # steps only get longer as the context grows: the first step's length bounds
             # how many fit before the next arrival
-            first = spec.step_s(n, float(kv + n), float(kv))
+            first = spec.step_s(n, float(kv + n), float(kv), True)
             k = max(1, min(k, int((arrival - self.now) / first) + 1))
         now = self.now
         if k <= SCALAR_RUN_STEPS:
             ends: list[float] | np.ndarray = []
             for s in range(k):
                 base = kv + s * n
-                now += spec.step_s(n, float(base + n), float(base))
+                now += spec.step_s(n, float(base + n), float(base), True)
                 ends.append(now)
                 if now >= arrival:
                     break

@@ -7,7 +7,7 @@ scheduled: the next token of each decoding sequence and a chunk of some prompts.
     memory  = (weights touched + KV read) / tp / (bandwidth x BANDWIDTH_EFFICIENCY x bw share)
     comm    = tp > 1: 2 all-reduces per layer of tokens x hidden x 2 bytes, ring algorithm,
               each 2 (tp - 1) / tp x size / link bandwidth + a fixed launch latency
-    step    = max(compute, memory) + comm + STEP_OVERHEAD_S
+    step    = max(compute, memory[, dispatch]) + comm + STEP_OVERHEAD_S
 
 so decode (few tokens, every weight read) is memory-bound and a prefill chunk compute-bound,
 and a step that carries both is slower than a pure decode step: the prefill-decode
@@ -15,12 +15,24 @@ interference a decoding user feels as TPOT. FLOPs per token are 2 x active param
 attention: a token at position p attends to p earlier tokens (QK^T and AV, 2 FLOPs a
 multiply-add, over the query/key and value widths of every head and layer).
 
+A step outside CUDA graphs (`eager`) launches its kernels one by one from Python: the CPU
+spends `dispatch` = layers x DISPATCH_PER_LAYER_S issuing them while the GPU runs them as they
+come, so the kernels take max(compute, memory, dispatch): a small decode step waits on the CPU,
+a large prefill hides it. Which steps run eagerly is the engine's (`graph_max_tokens`,
+`graph_prefill`, set by plan/engine_load.py from plan/engine_flags.py):
+    vLLM V1  steps of up to max_cudagraph_capture_size tokens replay (piecewise) CUDA graphs,
+             decode or mixed; larger steps, and every step under enforce_eager, do not.
+    SGLang   only decode batches of up to cuda_graph_max_bs sequences replay graphs; every
+             prefill (extend) batch runs eagerly.
+    TRT-LLM  a compiled engine: no step pays a per-layer Python dispatch.
+
 A MIG slice or a time-sliced GPU has a share of the SMs and of the memory bandwidth (`shares`);
 the same step formula then gives its slow-down, not a fixed divisor.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -45,6 +57,19 @@ STEP_OVERHEAD_S = 1.5e-3
 # here and stays the larger, NCCL-typical tens of microseconds.
 ALLREDUCE_LATENCY_S = {"nvlink": 20e-6, "pcie": 25e-6}
 ACTIVATION_BYTES = 2  # bf16 hidden states through the all-reduces
+# CPU time an eager step spends dispatching one decoder layer's kernels (norms, projections,
+# rotary, attention, MLP, the all-reduce launches of a TP rank: every rank dispatches its own
+# in parallel). Fitted on the one eager point with a graph-run twin on the same model and GPU:
+# vLLM 0.15.1 with enforce_eager runs Llama-3.1-8B on an A100-40GB at 25.6 ms a token
+# (github.com/ilseokoh/vllm-gce README.md, test.py output: 1,024 tokens in 26.22 s) where the
+# weights take ~14 ms to read and graph-run vLLM measures 13.3 ms (johnmusgrave.com
+# vllm-throughput-latency-sweep-on): 32 layers x 0.75 ms + 1.5 ms. Checked against an
+# independent source: SGLang (Dec 2024) on 4 x H200, Llama-3.3-70B, decode batches past its
+# 160 captured sizes: 80 x 0.75 ms = 60 ms a step, measured median ITL 70.8 ms at 8 req/s
+# (datacrunch-research/h200-benchmarks, sglang/outputs/llama_3_3_70b_online_output.jsonl);
+# docs/plan-accuracy.md. Summing dispatch and kernels (no overlap) fits the first point with
+# 0.33 ms and then predicts ~45 ms for the second: the CPU runs ahead of the GPU, so max.
+DISPATCH_PER_LAYER_S = 0.75e-3
 
 
 @lru_cache(maxsize=65536)
@@ -66,6 +91,13 @@ class EngineSpec:
     max_num_batched_tokens: int = 2048
     block_tokens: int = 16  # vLLM's default KV block size
     admission: Admission = Admission.recompute  # the engine's KV admission (plan/batching.py)
+    # The largest step (scheduled tokens) replayed as a CUDA graph; larger ones run eagerly
+    # (0: every step, vLLM enforce_eager; inf: none, a compiled TRT-LLM engine).
+    graph_max_tokens: float = math.inf
+    graph_prefill: bool = True  # steps carrying prompt tokens replay graphs (SGLang: no)
+    # Steps carry prompts or decodes, never both: a prefill batch runs alone whenever one can
+    # be formed, decoding waits (SGLang without --enable-mixed-chunk; plan/batching.py).
+    separate_prefill: bool = False
     compute_share: float = 1.0  # of the GPU's SMs (MIG slice, time-slice)
     bandwidth_share: float = 1.0  # of its memory bandwidth
 
@@ -94,15 +126,30 @@ class EngineSpec:
     def weight_bytes(self, batch: int) -> float:
         return _weight_bytes(self.model, self.weights, batch)
 
-    def step_s(self, tokens: int, attention_pairs: float, kv_read_tokens: float) -> float:
+    @property
+    def dispatch_s(self) -> float:
+        """CPU time an eager step takes to launch its kernels."""
+        return self.model.layers * DISPATCH_PER_LAYER_S
+
+    def eager(self, tokens: int, decode: bool) -> bool:
+        """Whether a step of `tokens` (`decode`: no prompt tokens) runs outside CUDA graphs."""
+        return tokens > self.graph_max_tokens or not (decode or self.graph_prefill)
+
+    def step_s(
+        self, tokens: int, attention_pairs: float, kv_read_tokens: float, decode: bool = False
+    ) -> float:
         """One step over `tokens` scheduled tokens, `attention_pairs` query-key pairs among
-        them and `kv_read_tokens` cached tokens read (their sequences' earlier context)."""
+        them and `kv_read_tokens` cached tokens read (their sequences' earlier context);
+        `decode`: every token is a decoding sequence's next (no prompt tokens)."""
         flops = 2.0 * self.model.active_params * tokens
         flops += self.attention_flops_per_pair * attention_pairs
         compute = flops / self.flops_per_s
         memory = (self.weight_bytes(tokens) + kv_read_tokens * self.kv_per_token) / self.tp
         memory /= self.bytes_per_s
-        return max(compute, memory) + float(self.comm_s(tokens)) + STEP_OVERHEAD_S
+        kernels = max(compute, memory)
+        if self.eager(tokens, decode):
+            kernels = max(kernels, self.dispatch_s)
+        return kernels + float(self.comm_s(tokens)) + STEP_OVERHEAD_S
 
     def decode_steps_s(
         self, batch: int, attention_pairs: np.ndarray, kv_read_tokens: np.ndarray
@@ -113,7 +160,10 @@ class EngineSpec:
         compute = (flops + self.attention_flops_per_pair * attention_pairs) / self.flops_per_s
         memory = (self.weight_bytes(batch) + kv_read_tokens * self.kv_per_token) / self.tp
         memory = memory / self.bytes_per_s
-        return np.maximum(compute, memory) + self.comm_s(batch) + STEP_OVERHEAD_S
+        kernels = np.maximum(compute, memory)
+        if self.eager(batch, True):
+            kernels = np.maximum(kernels, self.dispatch_s)
+        return kernels + self.comm_s(batch) + STEP_OVERHEAD_S
 
     def prefill_s(self, tokens: int) -> float:
         """A lone prompt of `tokens`, in chunks of the step budget, nothing else batched."""
