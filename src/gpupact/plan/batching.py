@@ -79,10 +79,35 @@ class EngineRun:
     busy_s: float  # time spent in steps
     running_area: float  # integral of running requests over time
     waiting_area: float  # integral of waiting requests over time
+    # With `trace`: when each step in which decoding sequences took a token ended, and how
+    # many took one (a streaming client's inter-token gaps, see `token_gaps`).
+    decode_ends: np.ndarray | None = None
+    decode_counts: np.ndarray | None = None
 
     @property
     def ttft(self) -> np.ndarray:
         return self.first_token - self.requests.arrival
+
+    def token_gaps(self) -> tuple[np.ndarray, np.ndarray]:
+        """(gap, count): every inter-token gap a streaming client saw, pooled over requests
+        (a benchmark's ITL, where TPOT is a per-request mean), as `count` gaps of `gap`
+        seconds. A sequence that took its token in the previous decode step waited the time
+        between the two steps' ends; one that just got its first token, from then. Needs a
+        run with `trace`. (A recomputed request's gap across its preemption counts from its
+        first token.)"""
+        if self.decode_ends is None or self.decode_counts is None:
+            raise ValueError("token_gaps needs simulate(..., trace=True)")
+        ends, counts = self.decode_ends, self.decode_counts
+        prev = np.concatenate(([0.0], ends[:-1]))
+        many = (self.requests.output > 1) & ~np.isnan(self.first_token)
+        firsts = self.first_token[many]
+        step = np.searchsorted(ends, firsts, side="right")  # each one's first decode step
+        decoded = step < len(ends)
+        step, firsts = step[decoded], firsts[decoded]
+        joined = np.bincount(step, minlength=len(ends))
+        gaps = np.concatenate((ends - prev, ends[step] - firsts))
+        weights = np.concatenate((counts - joined, np.ones(len(step), dtype=np.int64)))
+        return gaps, weights
 
     @property
     def tpot(self) -> np.ndarray:
@@ -100,8 +125,9 @@ class _Engine:
     `last[i] - base`. `sp` is the one request part-way through its prompt (or None), with its
     own `computed`/`generated`; waiting and finished requests use those too."""
 
-    def __init__(self, spec: EngineSpec, requests: Requests) -> None:
+    def __init__(self, spec: EngineSpec, requests: Requests, trace: bool = False) -> None:
         n = len(requests)
+        self.trace: list[tuple[float | np.ndarray, int]] | None = [] if trace else None
         self.spec = spec
         self.arrival = requests.arrival.tolist()
         self.prompt = requests.input.astype(np.int64).tolist()
@@ -324,6 +350,8 @@ class _Engine:
         self.busy += seconds
         self.steps += 1
         self.now += seconds
+        if n and self.trace is not None:
+            self.trace.append((self.now, n))
         if n:
             self.D += 1
             self.finish_decoders()
@@ -414,6 +442,8 @@ class _Engine:
         self.steps += k
         self.used += self.new_blocks(k)
         self.now = now
+        if self.trace is not None:
+            self.trace.append((np.asarray(ends[:k], dtype=np.float64), n))
         self.D += k
         self.finish_decoders()
         return True
@@ -457,10 +487,24 @@ class _Engine:
             self.step_once()
 
 
-def simulate(spec: EngineSpec, requests: Requests, *, horizon: float = math.inf) -> EngineRun:
-    """Run `requests` through one replica until all finish (or `horizon` seconds)."""
-    engine = _Engine(spec, requests)
+def simulate(
+    spec: EngineSpec, requests: Requests, *, horizon: float = math.inf, trace: bool = False
+) -> EngineRun:
+    """Run `requests` through one replica until all finish (or `horizon` seconds); `trace`
+    keeps the decode steps' ends (`EngineRun.token_gaps`)."""
+    engine = _Engine(spec, requests, trace)
     engine.run(horizon)
+    ends = counts = None
+    if engine.trace is not None:
+        parts = [np.atleast_1d(np.asarray(e, dtype=np.float64)) for e, _ in engine.trace]
+        ends = np.concatenate(parts) if parts else np.zeros(0)
+        counts = np.concatenate(
+            [
+                np.full(len(p), c, dtype=np.int64)
+                for p, (_, c) in zip(parts, engine.trace, strict=True)
+            ]
+            or [np.zeros(0, dtype=np.int64)]
+        )
     return EngineRun(
         requests=requests,
         first_token=np.array(engine.first, dtype=np.float64),
@@ -472,4 +516,6 @@ def simulate(spec: EngineSpec, requests: Requests, *, horizon: float = math.inf)
         busy_s=engine.busy,
         running_area=engine.running_area,
         waiting_area=engine.waiting_area,
+        decode_ends=ends,
+        decode_counts=counts,
     )

@@ -16,6 +16,21 @@
 
 How each turns these flags into KV bytes is `plan.memory`.
 
+Which steps replay CUDA graphs (`Execution`, priced by plan/engine.py; the rest run eagerly):
+    vLLM V1  steps of up to max_cudagraph_capture_size scheduled tokens, decode or mixed
+             (FULL_AND_PIECEWISE), which defaults to min(2 x max_num_seqs, 512) and never
+             exceeds max_num_batched_tokens; enforce_eager: none (cudagraph_mode NONE, -O0)
+             (vllm/config/vllm.py, VllmConfig._set_cudagraph_sizes and __post_init__;
+             vllm/config/compilation.py, max_cudagraph_capture_size; v0.15.1).
+    SGLang   decode batches of up to cuda_graph_max_bs sequences: 160, or below 25,000 MB of
+             device memory 8 at TP < 4 and 80 at TP >= 4; prefill (extend) batches never
+             (python/sglang/srt/server_args.py, ServerArgs.__post_init__;
+             model_executor/cuda_graph_runner.py, CudaGraphRunner.can_run; model_runner.py,
+             forward_decode / forward_extend; v0.4.0.post1, December 2024). Prefill and decode
+             batches run as separate steps unless --enable-mixed-chunk (default off;
+             managers/scheduler.py, get_next_batch_to_run). --disable-cuda-graph: none.
+    TRT-LLM  a compiled engine: no step pays a per-layer Python dispatch.
+
 Admission and eviction (`Admission`, run by `plan.batching`):
     vLLM     a request takes KV blocks as its tokens are scheduled; when a running request
              needs one and none is free the newest running request is preempted and recomputed
@@ -37,6 +52,7 @@ Admission and eviction (`Admission`, run by `plan.batching`):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from fractions import Fraction
@@ -68,6 +84,51 @@ class EngineFlags:
     max_num_batched_tokens: int  # SGLang chunked_prefill_size, TRT-LLM max_num_tokens
     block_tokens: int  # tokens per KV block (page)
     admission: Admission = Admission.recompute
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How the engine runs its steps (see the module doc)."""
+
+    graph_max_tokens: float  # largest step replayed as a CUDA graph (0: none; inf: compiled)
+    graph_prefill: bool  # steps carrying prompt tokens replay graphs too
+    separate_prefill: bool  # a step carries prompts or decodes, never both
+
+
+VLLM_MAX_CAPTURE = 512
+SGLANG_CUDA_GRAPH_MAX_BS = 160
+SGLANG_SMALL_GPU_MB = 25_000  # below: 8 (TP < 4) or 80 captured sizes
+MIB = 2**20
+
+
+def execution(
+    engine: Engine,
+    device_memory: int,
+    tp: int,
+    max_num_seqs: int,
+    max_num_batched_tokens: int,
+    *,
+    enforce_eager: bool = False,
+    cuda_graph_max_bs: int | None = None,
+) -> Execution:
+    """`engine`'s CUDA-graph coverage with the user's --enforce-eager / --cuda-graph-max-bs
+    (vLLM: its max_cudagraph_capture_size; SGLang: cuda_graph_max_bs)."""
+    if engine is Engine.trtllm:
+        if enforce_eager or cuda_graph_max_bs is not None:
+            raise InputError(
+                "--enforce-eager / --cuda-graph-max-bs: TensorRT-LLM runs a compiled engine "
+                "with no eager mode; use them with --engine vllm or sglang"
+            )
+        return Execution(math.inf, True, False)
+    if engine is Engine.sglang:
+        if cuda_graph_max_bs is None:
+            small = device_memory / MIB < SGLANG_SMALL_GPU_MB
+            cuda_graph_max_bs = (8 if tp < 4 else 80) if small else SGLANG_CUDA_GRAPH_MAX_BS
+        return Execution(0 if enforce_eager else cuda_graph_max_bs, False, True)
+    if cuda_graph_max_bs is None:
+        cuda_graph_max_bs = min(2 * max_num_seqs, VLLM_MAX_CAPTURE)
+    size = min(cuda_graph_max_bs, max_num_batched_tokens)
+    return Execution(0 if enforce_eager else size, True, False)
 
 
 def _fraction(value: float) -> Fraction:
