@@ -43,8 +43,11 @@ def reference_run(spec: EngineSpec, requests: Requests) -> dict[str, object]:
         waiting.appendleft(victim)
         preemptions += 1
 
+    last_start = 0.0  # when the last step started
     while finished < n:
-        while nxt < n and arrival[nxt] <= now:
+        # overlap_schedule: the step about to start was planned when the last one started
+        seen = last_start if spec.overlap_schedule else now
+        while nxt < n and arrival[nxt] <= seen:
             if prompt[nxt] + out[nxt] > total * bt:
                 finished += 1  # refused: longer than the whole cache
             else:
@@ -53,7 +56,8 @@ def reference_run(spec: EngineSpec, requests: Requests) -> dict[str, object]:
         if not running and not waiting:
             if nxt >= n:
                 break
-            now = arrival[nxt]
+            now = max(now, arrival[nxt])  # idle: a request is seen as it comes
+            last_start = now
             continue
         budget = spec.max_num_batched_tokens
         # separate_prefill: a step of prompts alone whenever one can be formed (the partly
@@ -117,6 +121,7 @@ def reference_run(spec: EngineSpec, requests: Requests) -> dict[str, object]:
         waiting_area += len(waiting) * seconds
         busy += seconds
         steps += 1
+        last_start = now
         now += seconds
         for i, take in chosen:
             computed[i] += take

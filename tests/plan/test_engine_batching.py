@@ -131,7 +131,9 @@ def random_requests(n: int, rate: float, seed: int) -> Requests:
     )
 
 
-SGLANG = dict(separate_prefill=True, graph_prefill=False, graph_max_tokens=16)
+SGLANG = dict(
+    separate_prefill=True, graph_prefill=False, graph_max_tokens=16, overlap_schedule=True
+)
 CASES = {
     # small enough that blocks run short in decode runs: preemptions
     "short cache": (dict(kv_tokens=40_000), 8.0),
@@ -153,6 +155,9 @@ CASES = {
     "no-evict overload": (dict(admission=Admission.no_evict), 40.0),
     # SGLang: prompts and decodes in separate steps, prefill first; eager past its graphs
     "separate light load": (dict(separate_prefill=True, graph_prefill=False), 1.0),
+    "separate without overlap": ({**SGLANG, "overlap_schedule": False}, 8.0),
+    "overlap, mixed steps": (dict(overlap_schedule=True, kv_tokens=40_000), 8.0),
+    "overlap light load": (dict(overlap_schedule=True), 0.5),
     "separate overload": (SGLANG, 40.0),
     "separate short cache": ({**SGLANG, "kv_tokens": 40_000}, 8.0),
     "separate tiny cache": ({**SGLANG, "kv_tokens": 12_000, "block_tokens": 1}, 6.0),
@@ -188,11 +193,12 @@ def test_the_engine_takes_every_decision_of_a_plain_step_loop(case: str) -> None
 
 
 @pytest.mark.parametrize("separate", [False, True])
+@pytest.mark.parametrize("overlap", [False, True])
 @pytest.mark.parametrize("admission", list(Admission))
 def test_the_decode_fast_path_is_the_step_by_step_loop(
-    admission: Admission, separate: bool, monkeypatch: pytest.MonkeyPatch
+    admission: Admission, separate: bool, overlap: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    more = SGLANG if separate else {}
+    more = {**(SGLANG if separate else {}), "overlap_schedule": overlap}
     s = spec(kv_tokens=40_000, admission=admission, **more)  # blocks run short in decode runs
     reqs = random_requests(300, 8.0, seed=3)
     fast = simulate(s, reqs)

@@ -18,6 +18,13 @@ decoding sequences wait for it; otherwise every decoding sequence takes its toke
 as above when blocks run short) and nothing is admitted (python/sglang/srt/managers/
 scheduler.py, get_next_batch_to_run: "Run prefill first if possible", v0.4.0.post1).
 
+With `overlap_schedule` (SGLang's overlap scheduler, on by default) the scheduler plans a step
+while the one before it runs on the GPU: the step starting at t sees the requests that arrived
+by the start of the step before (by t when the engine was idle), so a request arriving during
+step j is first scheduled in step j + 2 (managers/scheduler.py, event_loop_overlap: each
+iteration receives requests, schedules and launches the next batch, then waits for the
+previous batch's result).
+
 That is `Admission.recompute`, every engine's policy unless its spec says otherwise. Under
 `Admission.no_evict` (TensorRT-LLM's default GUARANTEED_NO_EVICT, plan/engine_flags.py) a
 request is admitted only when the blocks of its prompt and its whole output are free; it holds
@@ -147,6 +154,8 @@ class _Engine:
         self.fits = requests.input + requests.output <= self.capacity
         self.budget = spec.max_num_batched_tokens
         self.separate = spec.separate_prefill
+        self.lag = spec.overlap_schedule
+        self.last_start = 0.0  # when the last step started (overlap: arrivals seen up to it)
         # vLLM refuses max_num_batched_tokens < max_num_seqs (SchedulerConfig): every decoding
         # sequence gets its token in every step
         self.max_seqs = min(spec.max_num_seqs, spec.max_num_batched_tokens)
@@ -349,6 +358,7 @@ class _Engine:
         self.waiting_area += len(self.waiting) * seconds
         self.busy += seconds
         self.steps += 1
+        self.last_start = self.now
         self.now += seconds
         if n and self.trace is not None:
             self.trace.append((self.now, n))
@@ -417,15 +427,19 @@ class _Engine:
             # steps only get longer as the context grows: the first step's length bounds
             # how many fit before the next arrival
             first = spec.step_s(n, float(kv + n), float(kv), True)
-            k = max(1, min(k, int((arrival - self.now) / first) + 1))
+            if arrival <= self.now:  # overlap: arrived during the last step, seen after one
+                k = 1
+            else:  # overlap: seen one step later than it comes
+                k = max(1, min(k, int((arrival - self.now) / first) + 1 + self.lag))
         now = self.now
         if k <= SCALAR_RUN_STEPS:
             ends: list[float] | np.ndarray = []
             for s in range(k):
                 base = kv + s * n
+                start = now
                 now += spec.step_s(n, float(base + n), float(base), True)
                 ends.append(now)
-                if now >= arrival:
+                if (start if self.lag else now) >= arrival:
                     break
             k = len(ends)
         else:
@@ -433,7 +447,7 @@ class _Engine:
             durations = spec.decode_steps_s(n, (reads + n).astype(np.float64), reads + 0.0)
             ends = np.cumsum(np.concatenate(([self.now], durations)))[1:]  # summed as the loop
             if arrival < math.inf:
-                k = min(k, int(np.searchsorted(ends, arrival, side="left")) + 1)
+                k = min(k, int(np.searchsorted(ends, arrival, side="left")) + 1 + self.lag)
             now = float(ends[k - 1])
         seconds = now - self.now
         self.running_area += n * seconds
@@ -441,6 +455,7 @@ class _Engine:
         self.busy += seconds
         self.steps += k
         self.used += self.new_blocks(k)
+        self.last_start = float(ends[k - 2]) if k >= 2 else self.now
         self.now = now
         if self.trace is not None:
             self.trace.append((np.asarray(ends[:k], dtype=np.float64), n))
@@ -450,16 +465,23 @@ class _Engine:
 
     def joined_waiting(self, ends: list[float] | np.ndarray, k: int, end: float) -> float:
         """Waiting time, up to `end`, of the requests that arrived during a decode run that
-        did not stop for them: each joins the queue when the step it arrived in ends."""
+        did not stop for them: each joins the queue when the step it arrived in ends (with
+        `overlap_schedule`, when the step after it ends; one that came before the run, during
+        the step before it, when the run's first step ends)."""
         first, arrival = self.next_arrival, self.arrival
         last = bisect.bisect_right(arrival, end, first)
         if last == first:
             return 0.0
         at = np.asarray(arrival[first:last])
         steps = np.asarray(ends[:k])
-        joined = steps[np.searchsorted(steps, at, side="left")]
         fits = self.fits[first:last]
-        return float(np.sum((end - joined)[fits]))
+        if not self.lag:
+            joined = steps[np.searchsorted(steps, at, side="left")]
+            return float(np.sum((end - joined)[fits]))
+        starts = np.concatenate(([self.now], steps[:-1]))
+        step = np.searchsorted(starts, at, side="left")
+        inside = fits & (step < k)
+        return float(np.sum(end - steps[step[inside]]))
 
     # --- the loop ---------------------------------------------------------------------------
 
@@ -469,7 +491,8 @@ class _Engine:
         capacity = self.capacity
         prompt, out = self.prompt, self.out
         while self.finished_count < n and self.now < horizon:
-            while self.next_arrival < n and arrival[self.next_arrival] <= self.now:
+            seen = self.last_start if self.lag else self.now
+            while self.next_arrival < n and arrival[self.next_arrival] <= seen:
                 i = self.next_arrival
                 self.next_arrival += 1
                 if prompt[i] + out[i] > capacity:
@@ -480,7 +503,9 @@ class _Engine:
             if not self.dec and self.sp is None and not self.waiting:
                 if self.next_arrival >= n:
                     break
-                self.now = float(arrival[self.next_arrival])
+                # idle, the scheduler sees a request as it comes
+                self.now = max(self.now, float(arrival[self.next_arrival]))
+                self.last_start = self.now
                 continue
             if self.decode_only() and self.decode_run():
                 continue

@@ -64,11 +64,15 @@ ACTIVATION_BYTES = 2  # bf16 hidden states through the all-reduces
 # (github.com/ilseokoh/vllm-gce README.md, test.py output: 1,024 tokens in 26.22 s) where the
 # weights take ~14 ms to read and graph-run vLLM measures 13.3 ms (johnmusgrave.com
 # vllm-throughput-latency-sweep-on): 32 layers x 0.75 ms + 1.5 ms. Checked against an
-# independent source: SGLang (Dec 2024) on 4 x H200, Llama-3.3-70B, decode batches past its
-# 160 captured sizes: 80 x 0.75 ms = 60 ms a step, measured median ITL 70.8 ms at 8 req/s
-# (datacrunch-research/h200-benchmarks, sglang/outputs/llama_3_3_70b_online_output.jsonl);
-# docs/plan-accuracy.md. Summing dispatch and kernels (no overlap) fits the first point with
-# 0.33 ms and then predicts ~45 ms for the second: the CPU runs ahead of the GPU, so max.
+# independent source, SGLang v0.4.0 on 4 x H200 with Llama-3.3-70B (datacrunch-research/
+# h200-benchmarks, sglang/outputs/llama_3_3_70b_online_output.jsonl), whose decode batches
+# outgrow its 160 captured sizes at 8 and 16 req/s: median ITL 66.9 / 182 ms predicted, 70.8
+# / 179 measured (docs/plan-accuracy.md). Max, not sum: the CPU runs ahead of the GPU, and
+# summing dispatch and kernels (refitted: 0.33 ms a layer) gives the same 8 req/s ITL but
+# +36 % at 16 req/s, where the batch's KV reads make the kernels longer than the dispatch.
+# The cost depends on the host CPU and the engine's Python: newer stacks on desktop CPUs
+# measure less (SGLang v0.5.20, Qwen3-0.6B on an RTX 5090: 5.44 ms eager vs 2.64 ms graphed,
+# ~0.19 ms a layer, github.com/sgl-project/sglang/pull/40346).
 DISPATCH_PER_LAYER_S = 0.75e-3
 
 
@@ -98,6 +102,9 @@ class EngineSpec:
     # Steps carry prompts or decodes, never both: a prefill batch runs alone whenever one can
     # be formed, decoding waits (SGLang without --enable-mixed-chunk; plan/batching.py).
     separate_prefill: bool = False
+    # The scheduler plans each step while the one before runs (SGLang's overlap scheduler):
+    # a request is first seen one step later than it comes (plan/batching.py).
+    overlap_schedule: bool = False
     compute_share: float = 1.0  # of the GPU's SMs (MIG slice, time-slice)
     bandwidth_share: float = 1.0  # of its memory bandwidth
 

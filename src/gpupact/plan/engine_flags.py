@@ -28,7 +28,9 @@ Which steps replay CUDA graphs (`Execution`, priced by plan/engine.py; the rest 
              model_executor/cuda_graph_runner.py, CudaGraphRunner.can_run; model_runner.py,
              forward_decode / forward_extend; v0.4.0.post1, December 2024). Prefill and decode
              batches run as separate steps unless --enable-mixed-chunk (default off;
-             managers/scheduler.py, get_next_batch_to_run). --disable-cuda-graph: none.
+             managers/scheduler.py, get_next_batch_to_run), and the overlap scheduler (on
+             unless --disable-overlap-schedule) plans each step while the one before runs
+             (event_loop_overlap). --disable-cuda-graph: none.
     TRT-LLM  a compiled engine: no step pays a per-layer Python dispatch.
 
 Admission and eviction (`Admission`, run by `plan.batching`):
@@ -93,6 +95,7 @@ class Execution:
     graph_max_tokens: float  # largest step replayed as a CUDA graph (0: none; inf: compiled)
     graph_prefill: bool  # steps carrying prompt tokens replay graphs too
     separate_prefill: bool  # a step carries prompts or decodes, never both
+    overlap_schedule: bool = False  # each step planned while the one before runs
 
 
 VLLM_MAX_CAPTURE = 512
@@ -124,7 +127,7 @@ def execution(
         if cuda_graph_max_bs is None:
             small = device_memory / MIB < SGLANG_SMALL_GPU_MB
             cuda_graph_max_bs = (8 if tp < 4 else 80) if small else SGLANG_CUDA_GRAPH_MAX_BS
-        return Execution(0 if enforce_eager else cuda_graph_max_bs, False, True)
+        return Execution(0 if enforce_eager else cuda_graph_max_bs, False, True, True)
     if cuda_graph_max_bs is None:
         cuda_graph_max_bs = min(2 * max_num_seqs, VLLM_MAX_CAPTURE)
     size = min(cuda_graph_max_bs, max_num_batched_tokens)

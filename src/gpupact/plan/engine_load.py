@@ -475,4 +475,5 @@ def engine_spec(
         graph_max_tokens=run.graph_max_tokens,
         graph_prefill=run.graph_prefill,
         separate_prefill=run.separate_prefill,
+        overlap_schedule=run.overlap_schedule,
     )
