@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -108,15 +108,21 @@ class EngineSpec:
     compute_share: float = 1.0  # of the GPU's SMs (MIG slice, time-slice)
     bandwidth_share: float = 1.0  # of its memory bandwidth
 
-    @property
+    # Per-spec constants of the step formula, computed once (a step is priced millions of times
+    # a curve; the model's parameter counts are sums over its matrices).
+    @cached_property
+    def flops_per_token(self) -> float:
+        return 2.0 * self.model.active_params
+
+    @cached_property
     def flops_per_s(self) -> float:
         return self.tp * self.gpu.flops(self.weights) * PREFILL_MFU * self.compute_share
 
-    @property
+    @cached_property
     def bytes_per_s(self) -> float:
         return self.gpu.bandwidth * DECODE_BANDWIDTH_EFFICIENCY * self.bandwidth_share
 
-    @property
+    @cached_property
     def attention_flops_per_pair(self) -> float:
         """FLOPs one query-key pair costs over all heads and layers (QK^T and AV)."""
         m = self.model
@@ -130,10 +136,16 @@ class EngineSpec:
         one = 2 * (self.tp - 1) / self.tp * size / self.gpu.link_bandwidth
         return 2 * self.model.layers * (one + ALLREDUCE_LATENCY_S[link])
 
-    def weight_bytes(self, batch: int) -> float:
-        return _weight_bytes(self.model, self.weights, batch)
+    @cached_property
+    def dense_weight_bytes(self) -> float | None:
+        """The weights a step reads whatever its batch (None: a mixture of experts)."""
+        return None if self.model.moe else _weight_bytes(self.model, self.weights, 1)
 
-    @property
+    def weight_bytes(self, batch: int) -> float:
+        dense = self.dense_weight_bytes
+        return dense if dense is not None else _weight_bytes(self.model, self.weights, batch)
+
+    @cached_property
     def dispatch_s(self) -> float:
         """CPU time an eager step takes to launch its kernels."""
         return self.model.layers * DISPATCH_PER_LAYER_S
@@ -148,7 +160,7 @@ class EngineSpec:
         """One step over `tokens` scheduled tokens, `attention_pairs` query-key pairs among
         them and `kv_read_tokens` cached tokens read (their sequences' earlier context);
         `decode`: every token is a decoding sequence's next (no prompt tokens)."""
-        flops = 2.0 * self.model.active_params * tokens
+        flops = self.flops_per_token * tokens
         flops += self.attention_flops_per_pair * attention_pairs
         compute = flops / self.flops_per_s
         memory = (self.weight_bytes(tokens) + kv_read_tokens * self.kv_per_token) / self.tp
@@ -163,7 +175,7 @@ class EngineSpec:
     ) -> np.ndarray:
         """`step_s` of pure decode steps of `batch` sequences, one per element (vectorised:
         the fast path of a steady decode run)."""
-        flops = 2.0 * self.model.active_params * batch
+        flops = self.flops_per_token * batch
         compute = (flops + self.attention_flops_per_pair * attention_pairs) / self.flops_per_s
         memory = (self.weight_bytes(batch) + kv_read_tokens * self.kv_per_token) / self.tp
         memory = memory / self.bytes_per_s
