@@ -163,3 +163,14 @@ def test_plan_refuses_eager_flags_for_trtllm() -> None:
         code, out, err = plan("--engine", "trtllm", *flag)
         lines = err.strip().splitlines()
         assert code == 2 and len(lines) == 1 and "TensorRT-LLM" in lines[0], (code, out, err)
+
+
+def test_the_overlap_scheduler_sees_a_request_one_step_late() -> None:
+    """SGLang plans each step while the one before runs: a prompt arriving during a decode
+    step waits for one more decode step before its prefill."""
+    reqs = Requests(np.array([0.0, 0.5]), np.array([100, 500]), np.array([2000, 2]))
+    plain = simulate(spec(**{**SGLANG, "overlap_schedule": False}), reqs)
+    overlap = simulate(spec(**{**SGLANG, "overlap_schedule": True}), reqs)
+    one_decode = spec(**SGLANG).step_s(1, 200.0, 200.0, True)  # A alone, ~200 tokens in
+    assert overlap.ttft[1] - plain.ttft[1] == pytest.approx(one_decode, rel=1e-3)
+    assert overlap.ttft[0] == plain.ttft[0]  # an idle engine sees a request as it comes
