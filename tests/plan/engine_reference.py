@@ -9,7 +9,7 @@ from collections import deque
 
 from gpupact.plan.batching import Requests
 from gpupact.plan.engine import EngineSpec
-from gpupact.plan.engine_flags import Admission
+from gpupact.plan.engine_flags import Admission, sglang_fits_to_end, sglang_insert
 
 
 def reference_run(spec: EngineSpec, requests: Requests) -> dict[str, object]:
@@ -28,6 +28,17 @@ def reference_run(spec: EngineSpec, requests: Requests) -> dict[str, object]:
     busy = running_area = waiting_area = 0.0
 
     reserve = spec.admission is Admission.no_evict
+    to_end = spec.admission is Admission.fits_to_end and spec.separate_prefill
+
+    def end_states(head: int, chosen: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """SGLang's (tokens left, occupied): the candidate, the decoding sequences in
+        admission order, then what this step already took, ascending in tokens left."""
+        order = [head] + [i for i in running if decoding[i]] + [i for i, _ in chosen]
+        states = [(out[i] - generated[i], prompt[i] + generated[i]) for i in order]
+        return sorted((st for st in states if st[0] > 0), key=lambda st: st[0])
+
+    def fits(states: list[tuple[int, int]], head: int) -> bool:
+        return sglang_fits_to_end(states, free * bt - prompt[head])
 
     def need(i: int, take: int) -> int:
         if reserve:  # prompt and whole output, held from admission to the end
@@ -74,10 +85,13 @@ def reference_run(spec: EngineSpec, requests: Requests) -> dict[str, object]:
             if first_in is not None:
                 take = min(prompt[first_in] + generated[first_in] - computed[first_in], budget)
                 prefill_only = need(first_in, take) <= free
+                if prefill_only and to_end and not partial:
+                    prefill_only = fits(end_states(first_in, []), first_in)
             else:
                 prefill_only = False
             admit = prefill_only
         chosen: list[tuple[int, int]] = []
+        states: list[tuple[int, int]] | None = None
         preempted = False
         pos = 0
         while pos < len(running) and budget > 0:
@@ -105,6 +119,13 @@ def reference_run(spec: EngineSpec, requests: Requests) -> dict[str, object]:
             take = min(prompt[i] + generated[i] - computed[i], budget)
             if need(i, take) > free:
                 break
+            if to_end:
+                if states is None:
+                    states = end_states(i, chosen)
+                elif out[i] > generated[i]:
+                    sglang_insert(states, (out[i] - generated[i], prompt[i] + generated[i]))
+                if not fits(states, i):
+                    break
             waiting.popleft()
             free -= need(i, take)
             blocks[i] += need(i, take)

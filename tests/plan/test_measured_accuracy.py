@@ -44,15 +44,6 @@ UNMODELLED = {
     # 2 x 7.6B x 1024 FLOPs at 0.55 of the 4090's 165 dense bf16 TFLOPS (FP32 accumulate, Ada
     # whitepaper) is 171 ms; 99.6 ms needs ~95 % of it, or the FP16-accumulate rate
     "ttft-c1-qwen25-7b-bf16-rtx4090-1024in": "RTX 4090 prefill faster than its bf16 peak x MFU",
-    # bench_serving sends ignore_eos with each random request's max_new_tokens, and with the
-    # radix cache off SGLang then admits a request only if its KV pool holds every running
-    # request to its max_new_tokens, counting what those that finish first free
-    # (schedule_policy.py, PrefillAdder.add_one_req_ignore_eos, v0.4.0.post1). At 16 req/s
-    # plan's engine admits everything (its running count peaks at ~2,200 whose prompts and
-    # outputs total 2.5M tokens, twice the 1.2M-token pool): SGLang queues them instead.
-    "ttft-sat-llama33-70b-bf16-h200-tp4-sglang-rate16": (
-        "SGLang's ignore_eos admission (full max_new_tokens reserved) not modelled"
-    ),
 }
 # Measurements faster than the GPUs' dense peak could compute a cold prefill (checked by
 # test_suspect_points_are_faster_than_the_hardware): a prefix-cache hit, not a prefill.

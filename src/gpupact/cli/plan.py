@@ -107,7 +107,7 @@ def plan_command(
         False, "--enforce-eager", help="No CUDA graphs (vLLM; SGLang --disable-cuda-graph)."
     ),
     cuda_graph_max_bs: int | None = typer.Option(
-        None, "--cuda-graph-max-bs", min=0, help="Largest batch run as a CUDA graph."
+        None, "--cuda-graph-max-bs", min=0, help="SGLang: largest decode batch in CUDA graphs."
     ),
     gpu_memory: str | None = typer.Option(
         None,

@@ -25,7 +25,11 @@ step j is first scheduled in step j + 2 (managers/scheduler.py, event_loop_overl
 iteration receives requests, schedules and launches the next batch, then waits for the
 previous batch's result).
 
-That is `Admission.recompute`, every engine's policy unless its spec says otherwise. Under
+That is `Admission.recompute`, every engine's policy unless its spec says otherwise.
+`Admission.fits_to_end` (SGLang serving ignore_eos requests with its radix cache off, with
+`separate_prefill`) admits like it and, in addition, a waiting request only if the KV pool
+holds every running request to its last token, counting what those that finish first free
+(`engine_flags.sglang_fits_to_end`). Under
 `Admission.no_evict` (TensorRT-LLM's default GUARANTEED_NO_EVICT, plan/engine_flags.py) a
 request is admitted only when the blocks of its prompt and its whole output are free; it holds
 them until it finishes, so running requests never need a block and nothing is preempted.
@@ -58,7 +62,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpupact.plan.engine import EngineSpec
-from gpupact.plan.engine_flags import Admission
+from gpupact.plan.engine_flags import Admission, sglang_fits_to_end, sglang_insert
 
 FAST_PATH_MAX_STEPS = 4096  # decode steps advanced at once, bounds the arrays
 SCALAR_RUN_STEPS = 4  # decode runs up to this long are timed step by step without arrays
@@ -149,6 +153,7 @@ class _Engine:
         self.used = 0  # KV blocks held by running requests
         # no-evict: each request reserves its prompt and whole output when admitted
         self.reserve = spec.admission is Admission.no_evict
+        self.to_end = spec.admission is Admission.fits_to_end and spec.separate_prefill
         # a request longer than the whole KV cache is refused on arrival (vLLM: max_model_len)
         self.capacity = self.total_blocks * self.bt
         self.fits = requests.input + requests.output <= self.capacity
@@ -298,7 +303,26 @@ class _Engine:
         head = self.waiting[0]
         c = self.computed[head]
         take = min(self.prompt[head] + self.generated[head] - c, self.budget)
-        return self.admit_blocks(head, c, take) <= free
+        if self.admit_blocks(head, c, take) > free:
+            return False
+        return not self.to_end or self.fits_to_end(self.end_states(None, head), head)
+
+    def end_states(self, sp: int | None, head: int) -> list[tuple[int, int]]:
+        """(tokens left, tokens occupied) of `head`, the decoding sequences (admission order)
+        and `sp` (when in this step), ascending in tokens left, as SGLang orders them."""
+        gen, out, prompt, d = self.generated, self.out, self.prompt, self.D
+        states = [(out[head] - gen[head], prompt[head] + gen[head])]
+        for i, base in self.dec.items():
+            states.append((prompt[i] + out[i] - 1 - base - d, base + d + 1))
+        if sp is not None:
+            states.append((out[sp] - gen[sp], prompt[sp] + gen[sp]))
+        states = [st for st in states if st[0] > 0]
+        states.sort(key=lambda st: st[0])
+        return states
+
+    def fits_to_end(self, states: list[tuple[int, int]], head: int) -> bool:
+        free = (self.total_blocks - self.used) * self.bt - self.prompt[head]
+        return sglang_fits_to_end(states, free)
 
     def step_once(self) -> None:
         """One step of the scheduler and the forward pass it runs."""
@@ -321,6 +345,7 @@ class _Engine:
             budget -= sp_take
             running = held + (sp is not None)
             admit = prefill_only or not self.separate
+            states: list[tuple[int, int]] | None = None
             while admit and self.waiting and budget > 0 and running < self.max_seqs:
                 i = self.waiting[0]
                 c = computed[i]
@@ -328,6 +353,15 @@ class _Engine:
                 need = self.admit_blocks(i, c, take)
                 if need > self.total_blocks - self.used:
                     break
+                if self.to_end:
+                    if states is None:
+                        states = self.end_states(sp if sp_take else None, i)
+                    elif self.out[i] > generated[i]:
+                        sglang_insert(
+                            states, (self.out[i] - generated[i], prompt[i] + generated[i])
+                        )
+                    if not self.fits_to_end(states, i):
+                        break
                 self.waiting.popleft()
                 self.used += need
                 budget -= take
@@ -420,6 +454,8 @@ class _Engine:
             k = lo
         if k == 0:
             return False
+        if self.to_end and self.waiting:
+            k = 1  # whether the head fits to the end changes as the batch decodes
         kv = self.base_sum + n * d
         arrival = math.inf
         if not self.waiting and n < self.max_seqs and self.next_arrival < len(self.arrival):

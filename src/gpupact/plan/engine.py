@@ -7,7 +7,7 @@ scheduled: the next token of each decoding sequence and a chunk of some prompts.
     memory  = (weights touched + KV read) / tp / (bandwidth x BANDWIDTH_EFFICIENCY x bw share)
     comm    = tp > 1: 2 all-reduces per layer of tokens x hidden x 2 bytes, ring algorithm,
               each 2 (tp - 1) / tp x size / link bandwidth + a fixed launch latency
-    step    = max(compute, memory[, dispatch]) + comm + STEP_OVERHEAD_S
+    step    = max(compute, memory) [+ dispatch] + comm + STEP_OVERHEAD_S
 
 so decode (few tokens, every weight read) is memory-bound and a prefill chunk compute-bound,
 and a step that carries both is slower than a pure decode step: the prefill-decode
@@ -15,13 +15,14 @@ interference a decoding user feels as TPOT. FLOPs per token are 2 x active param
 attention: a token at position p attends to p earlier tokens (QK^T and AV, 2 FLOPs a
 multiply-add, over the query/key and value widths of every head and layer).
 
-A step outside CUDA graphs (`eager`) launches its kernels one by one from Python: the CPU
-spends `dispatch` = layers x DISPATCH_PER_LAYER_S issuing them while the GPU runs them as they
-come, so the kernels take max(compute, memory, dispatch): a small decode step waits on the CPU,
-a large prefill hides it. Which steps run eagerly is the engine's (`graph_max_tokens`,
-`graph_prefill`, set by plan/engine_load.py from plan/engine_flags.py):
-    vLLM V1  steps of up to max_cudagraph_capture_size tokens replay (piecewise) CUDA graphs,
-             decode or mixed; larger steps, and every step under enforce_eager, do not.
+A step outside CUDA graphs (`eager`) launches its kernels one by one from Python and adds
+`dispatch` = layers x DISPATCH_PER_LAYER_S: the GPU waits for the CPU between the small kernels
+of each layer (norms, rotary, activations, all-reduce launches) whatever the size of its
+matrix products, so the measurements fit a sum, not the longer of the two (see the constant).
+Which steps run eagerly is the engine's (`graph_max_tokens`, `graph_prefill`, set by
+plan/engine_load.py from plan/engine_flags.py):
+    vLLM V1  steps replay (piecewise) CUDA graphs up to the capture size and run compiled
+             above it; only enforce_eager makes them eager.
     SGLang   only decode batches of up to cuda_graph_max_bs sequences replay graphs; every
              prefill (extend) batch runs eagerly.
     TRT-LLM  a compiled engine: no step pays a per-layer Python dispatch.
@@ -57,23 +58,23 @@ STEP_OVERHEAD_S = 1.5e-3
 # here and stays the larger, NCCL-typical tens of microseconds.
 ALLREDUCE_LATENCY_S = {"nvlink": 20e-6, "pcie": 25e-6}
 ACTIVATION_BYTES = 2  # bf16 hidden states through the all-reduces
-# CPU time an eager step spends dispatching one decoder layer's kernels (norms, projections,
-# rotary, attention, MLP, the all-reduce launches of a TP rank: every rank dispatches its own
-# in parallel). Fitted on the one eager point with a graph-run twin on the same model and GPU:
-# vLLM 0.15.1 with enforce_eager runs Llama-3.1-8B on an A100-40GB at 25.6 ms a token
-# (github.com/ilseokoh/vllm-gce README.md, test.py output: 1,024 tokens in 26.22 s) where the
-# weights take ~14 ms to read and graph-run vLLM measures 13.3 ms (johnmusgrave.com
-# vllm-throughput-latency-sweep-on): 32 layers x 0.75 ms + 1.5 ms. Checked against an
-# independent source, SGLang v0.4.0 on 4 x H200 with Llama-3.3-70B (datacrunch-research/
-# h200-benchmarks, sglang/outputs/llama_3_3_70b_online_output.jsonl), whose decode batches
-# outgrow its 160 captured sizes at 8 and 16 req/s: median ITL 66.9 / 182 ms predicted, 70.8
-# / 179 measured (docs/plan-accuracy.md). Max, not sum: the CPU runs ahead of the GPU, and
-# summing dispatch and kernels (refitted: 0.33 ms a layer) gives the same 8 req/s ITL but
-# +36 % at 16 req/s, where the batch's KV reads make the kernels longer than the dispatch.
-# The cost depends on the host CPU and the engine's Python: newer stacks on desktop CPUs
-# measure less (SGLang v0.5.20, Qwen3-0.6B on an RTX 5090: 5.44 ms eager vs 2.64 ms graphed,
-# ~0.19 ms a layer, github.com/sgl-project/sglang/pull/40346).
-DISPATCH_PER_LAYER_S = 0.75e-3
+# Time an eager step adds per decoder layer: the CPU's Python dispatch of its kernels, which
+# the GPU waits on (norms, projections, rotary, attention, MLP, the all-reduce launches of a
+# TP rank: every rank dispatches its own in parallel). Fitted on the one eager point with a
+# graph-run twin on the same model and GPU: vLLM 0.15.1 with enforce_eager runs Llama-3.1-8B
+# on an A100-40GB at 25.6 ms a token (github.com/ilseokoh/vllm-gce README.md, test.py output:
+# 1,024 tokens in 26.22 s) where graph-run vLLM measures 13.3 ms and plan 15.4 (johnmusgrave.com
+# vllm-throughput-latency-sweep-on): 32 layers x 0.32 ms added. Checked against an independent
+# engine, host and model: SGLang v0.4.0 on 4 x H200 with Llama-3.3-70B (datacrunch-research/
+# h200-benchmarks, sglang/outputs/llama_3_3_70b_online_output.jsonl), whose prefill steps are
+# always eager and whose decode batches outgrow its 160 captured sizes at 8 and 16 req/s:
+# median ITL 64 / 139 ms predicted, 70.8 / 179 measured; TTFT at 1-16 req/s -41 % to +8 %
+# (docs/plan-accuracy.md). Sum, not max: the longer of dispatch (fitted: 0.75 ms a layer) and
+# kernels fits 1-8 req/s as well but says 111 ms ITL and 264 ms TTFT at 16 req/s (-38 %,
+# -57 %), where the batch's KV reads make the kernels longer than the dispatch. Other stacks
+# measure the same order: SGLang v0.5.20, Qwen3-0.6B on an RTX 5090, 5.44 ms eager vs 2.64 ms
+# graphed, ~0.1 ms a layer (github.com/sgl-project/sglang/pull/40346).
+DISPATCH_PER_LAYER_S = 0.32e-3
 
 
 @lru_cache(maxsize=65536)
@@ -167,7 +168,7 @@ class EngineSpec:
         memory /= self.bytes_per_s
         kernels = max(compute, memory)
         if self.eager(tokens, decode):
-            kernels = max(kernels, self.dispatch_s)
+            kernels += self.dispatch_s
         return kernels + float(self.comm_s(tokens)) + STEP_OVERHEAD_S
 
     def decode_steps_s(
@@ -181,7 +182,7 @@ class EngineSpec:
         memory = memory / self.bytes_per_s
         kernels = np.maximum(compute, memory)
         if self.eager(batch, True):
-            kernels = np.maximum(kernels, self.dispatch_s)
+            kernels = kernels + self.dispatch_s
         return kernels + self.comm_s(batch) + STEP_OVERHEAD_S
 
     def prefill_s(self, tokens: int) -> float:

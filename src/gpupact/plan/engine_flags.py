@@ -19,9 +19,13 @@ How each turns these flags into KV bytes is `plan.memory`.
 Which steps replay CUDA graphs (`Execution`, priced by plan/engine.py; the rest run eagerly):
     vLLM V1  steps of up to max_cudagraph_capture_size scheduled tokens, decode or mixed
              (FULL_AND_PIECEWISE), which defaults to min(2 x max_num_seqs, 512) and never
-             exceeds max_num_batched_tokens; enforce_eager: none (cudagraph_mode NONE, -O0)
-             (vllm/config/vllm.py, VllmConfig._set_cudagraph_sizes and __post_init__;
-             vllm/config/compilation.py, max_cudagraph_capture_size; v0.15.1).
+             exceeds max_num_batched_tokens; larger steps run the torch.compile'd model
+             without graphs (fused kernels launched from generated code, not per-op eager
+             dispatch, and at hundreds of tokens compute-bound): plan charges no step of
+             vLLM's a dispatch unless enforce_eager, which turns graphs and compilation off
+             (cudagraph_mode NONE, -O0) (vllm/config/vllm.py, VllmConfig.__post_init__ and
+             _set_cudagraph_sizes; vllm/config/compilation.py, max_cudagraph_capture_size;
+             v0.15.1).
     SGLang   decode batches of up to cuda_graph_max_bs sequences: 160, or below 25,000 MB of
              device memory 8 at TP < 4 and 80 at TP >= 4; prefill (extend) batches never
              (python/sglang/srt/server_args.py, ServerArgs.__post_init__;
@@ -69,6 +73,9 @@ class Admission(StrEnum):
 
     recompute = "recompute"  # vLLM: allocate as scheduled, preempt the newest, recompute it
     no_evict = "no-evict"  # TRT-LLM GUARANTEED_NO_EVICT: reserve prompt + max output
+    # SGLang with ignore_eos requests (a benchmark's) and the radix cache off: admit only if
+    # the pool holds every running request to its end (`sglang_fits_to_end`); else recompute
+    fits_to_end = "fits-to-end"
 
 
 class Engine(StrEnum):
@@ -98,7 +105,6 @@ class Execution:
     overlap_schedule: bool = False  # each step planned while the one before runs
 
 
-VLLM_MAX_CAPTURE = 512
 SGLANG_CUDA_GRAPH_MAX_BS = 160
 SGLANG_SMALL_GPU_MB = 25_000  # below: 8 (TP < 4) or 80 captured sizes
 MIB = 2**20
@@ -108,30 +114,56 @@ def execution(
     engine: Engine,
     device_memory: int,
     tp: int,
-    max_num_seqs: int,
-    max_num_batched_tokens: int,
     *,
     enforce_eager: bool = False,
     cuda_graph_max_bs: int | None = None,
 ) -> Execution:
-    """`engine`'s CUDA-graph coverage with the user's --enforce-eager / --cuda-graph-max-bs
-    (vLLM: its max_cudagraph_capture_size; SGLang: cuda_graph_max_bs)."""
+    """`engine`'s CUDA-graph coverage with the user's --enforce-eager (vLLM; SGLang
+    --disable-cuda-graph) and --cuda-graph-max-bs (SGLang)."""
+    if engine is Engine.trtllm and (enforce_eager or cuda_graph_max_bs is not None):
+        raise InputError(
+            "--enforce-eager / --cuda-graph-max-bs: TensorRT-LLM runs a compiled engine "
+            "with no eager mode; use them with --engine vllm or sglang"
+        )
+    if engine is Engine.vllm and cuda_graph_max_bs is not None:
+        raise InputError(
+            "--cuda-graph-max-bs: vLLM runs the steps its graphs do not cover compiled, "
+            "which plan prices like graphs; it applies to --engine sglang (vLLM: "
+            "--enforce-eager)"
+        )
     if engine is Engine.trtllm:
-        if enforce_eager or cuda_graph_max_bs is not None:
-            raise InputError(
-                "--enforce-eager / --cuda-graph-max-bs: TensorRT-LLM runs a compiled engine "
-                "with no eager mode; use them with --engine vllm or sglang"
-            )
         return Execution(math.inf, True, False)
     if engine is Engine.sglang:
         if cuda_graph_max_bs is None:
             small = device_memory / MIB < SGLANG_SMALL_GPU_MB
             cuda_graph_max_bs = (8 if tp < 4 else 80) if small else SGLANG_CUDA_GRAPH_MAX_BS
         return Execution(0 if enforce_eager else cuda_graph_max_bs, False, True, True)
-    if cuda_graph_max_bs is None:
-        cuda_graph_max_bs = min(2 * max_num_seqs, VLLM_MAX_CAPTURE)
-    size = min(cuda_graph_max_bs, max_num_batched_tokens)
-    return Execution(0 if enforce_eager else size, True, False)
+    return Execution(0 if enforce_eager else math.inf, True, False)
+
+
+def sglang_fits_to_end(states: list[tuple[int, int]], free: int) -> bool:
+    """SGLang's admission of an ignore_eos request with the radix cache off
+    (python/sglang/srt/managers/schedule_policy.py, PrefillAdder.add_one_req_ignore_eos,
+    v0.4.0.post1): `states` are (tokens left to generate, tokens occupied = prompt +
+    generated) of the candidate, the running requests and those already added this step,
+    in SGLang's order (ascending tokens left); `free` the pool's free tokens less the
+    candidate's prompt. Going through them in that order, the requests still running must
+    be able to take the next one's tokens left each, with what those before freed."""
+    freed, n = 0, len(states)
+    for i, (left, occupied) in enumerate(states):
+        steps = states[i + 1][0] if i + 1 < n else left
+        if free + freed - steps * (n - i) <= 0:
+            return False
+        freed += occupied
+    return True
+
+
+def sglang_insert(states: list[tuple[int, int]], new: tuple[int, int]) -> None:
+    """Insert a later candidate's state where SGLang does (add_req_state, insert_sort):
+    before the first with as many or more tokens left, or when there is none, before the
+    last (its search loop ends on the last index)."""
+    at = next((k for k, (left, _) in enumerate(states) if new[0] <= left), len(states) - 1)
+    states.insert(max(at, 0), new)
 
 
 def _fraction(value: float) -> Fraction:

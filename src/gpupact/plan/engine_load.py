@@ -455,7 +455,7 @@ def engine_spec(
         getattr(workload, "max_num_batched_tokens", None) or DEFAULT_MAX_NUM_BATCHED_TOKENS
     )
     run = execution(
-        flags.engine, workload.gpu_memory, tp, max_num_seqs, max_num_batched_tokens,
+        flags.engine, workload.gpu_memory, tp,
         enforce_eager=getattr(settings, "enforce_eager", False),
         cuda_graph_max_bs=getattr(settings, "cuda_graph_max_bs", None),
     )  # fmt: skip

@@ -52,6 +52,9 @@ class Workload:
     batch: int | None = None
     rate: float | None = None
     requests: int | None = None  # as the source states; None: not stated
+    # the client asks for exactly `output` tokens, ignoring end-of-sequence, and says so
+    # (max_new_tokens with ignore_eos: bench_serving's default)
+    ignore_eos: bool = False
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,7 @@ def _positive(value: float, path: list) -> float:
 def _workload(entry: dict[str, Any], path: list) -> Workload:
     w = _req(entry, "workload", dict, path)
     p = [*path, "workload"]
-    unknown = set(w) - {"input", "output", "concurrency", "batch", "rate", "requests"}
+    unknown = set(w) - {"input", "output", "concurrency", "batch", "rate", "requests", "ignore_eos"}
     if unknown:
         raise FieldError([*p, sorted(unknown)[0]], "unknown field")
     loads = [k for k in ("concurrency", "batch", "rate") if w.get(k) is not None]
@@ -127,7 +130,10 @@ def _workload(entry: dict[str, Any], path: list) -> Workload:
         if value is not None:
             _positive(value, [*p, key])
     lengths = {key: _lengths(w, key, p) for key in ("input", "output")}
-    return Workload(rate=rate, **lengths, **ints)
+    ignore_eos = w.get("ignore_eos", False)
+    if not isinstance(ignore_eos, bool):
+        raise FieldError([*p, "ignore_eos"], f"must be true or false, got {ignore_eos!r}")
+    return Workload(rate=rate, **lengths, **ints, ignore_eos=ignore_eos)
 
 
 def _lengths(w: dict[str, Any], key: str, path: list) -> Lengths:

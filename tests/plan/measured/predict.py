@@ -30,7 +30,7 @@ import numpy as np
 from gpupact.contract.schema import Quantization
 from gpupact.plan.batching import EngineRun, Requests, simulate
 from gpupact.plan.engine import EngineSpec
-from gpupact.plan.engine_flags import Engine
+from gpupact.plan.engine_flags import Admission, Engine
 from gpupact.plan.engine_load import GraphSettings, engine_spec
 from gpupact.plan.gpus import GpuModel, find_gpu
 from gpupact.plan.memory import EngineSettings, replica_memory
@@ -154,12 +154,26 @@ def _spec(point: Point) -> EngineSpec:
         engine=engine_settings(point),
     )
     spec = engine_spec(workload, point.tp)
+    if spec_admits_to_end(point):
+        spec = replace(spec, admission=Admission.fits_to_end)
     flags = {
         k: point.flags[k]
         for k in ("max_num_seqs", "max_num_batched_tokens")
         if point.flags.get(k) is not None
     }
     return replace(spec, **flags) if flags else spec
+
+
+def spec_admits_to_end(point: Point) -> bool:
+    """SGLang with its radix cache off serving ignore_eos requests admits a request only if
+    its pool holds every running one to its end (`Admission.fits_to_end`)."""
+    w = point.workload
+    return bool(
+        point.engine == Engine.sglang
+        and point.flags.get("disable_radix_cache")
+        and w is not None
+        and w.ignore_eos
+    )
 
 
 def _latency(point: Point) -> Prediction:
