@@ -30,7 +30,9 @@ Which steps replay CUDA graphs (`Execution`, priced by plan/engine.py; the rest 
              device memory 8 at TP < 4 and 80 at TP >= 4; prefill (extend) batches never
              (python/sglang/srt/server_args.py, ServerArgs.__post_init__;
              model_executor/cuda_graph_runner.py, CudaGraphRunner.can_run; model_runner.py,
-             forward_decode / forward_extend; v0.4.0.post1, December 2024). Prefill and decode
+             forward_decode / forward_extend; v0.4.0.post1, December 2024; v0.4.7 leaves it
+             unset above 25,000 MB and captures sizes up to 160 all the same; later releases
+             raise it per GPU tier, 256 or 512 on H100/H200-class GPUs). Prefill and decode
              batches run as separate steps unless --enable-mixed-chunk (default off;
              managers/scheduler.py, get_next_batch_to_run), and the overlap scheduler (on
              unless --disable-overlap-schedule) plans each step while the one before runs
