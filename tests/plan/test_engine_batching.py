@@ -131,6 +131,9 @@ def random_requests(n: int, rate: float, seed: int) -> Requests:
     )
 
 
+SGLANG = dict(
+    separate_prefill=True, graph_prefill=False, graph_max_tokens=16, overlap_schedule=True
+)
 CASES = {
     # small enough that blocks run short in decode runs: preemptions
     "short cache": (dict(kv_tokens=40_000), 8.0),
@@ -150,6 +153,32 @@ CASES = {
         4.0,
     ),
     "no-evict overload": (dict(admission=Admission.no_evict), 40.0),
+    # SGLang: prompts and decodes in separate steps, prefill first; eager past its graphs
+    "separate light load": (dict(separate_prefill=True, graph_prefill=False), 1.0),
+    "separate without overlap": ({**SGLANG, "overlap_schedule": False}, 8.0),
+    "overlap, mixed steps": (dict(overlap_schedule=True, kv_tokens=40_000), 8.0),
+    "overlap light load": (dict(overlap_schedule=True), 0.5),
+    "separate overload": (SGLANG, 40.0),
+    "separate short cache": ({**SGLANG, "kv_tokens": 40_000}, 8.0),
+    "separate tiny cache": ({**SGLANG, "kv_tokens": 12_000, "block_tokens": 1}, 6.0),
+    "separate few seqs": ({**SGLANG, "max_num_seqs": 8}, 6.0),
+    "separate small budget": (
+        {**SGLANG, "max_num_batched_tokens": 512, "max_num_seqs": 64},
+        4.0,
+    ),
+    "separate no-evict": ({**SGLANG, "kv_tokens": 40_000, "admission": Admission.no_evict}, 8.0),
+    # SGLang serving ignore_eos requests: admitted only if the pool holds all to their end
+    "fits-to-end short cache": (
+        {**SGLANG, "kv_tokens": 60_000, "block_tokens": 1, "admission": Admission.fits_to_end},
+        8.0,
+    ),
+    "fits-to-end overload": (
+        {**SGLANG, "kv_tokens": 100_000, "block_tokens": 1, "admission": Admission.fits_to_end},
+        40.0,
+    ),
+    # vLLM: eager past its largest captured step, or every step (enforce_eager)
+    "graphs up to 512 tokens": (dict(graph_max_tokens=512), 8.0),
+    "enforce eager short cache": (dict(graph_max_tokens=0, kv_tokens=40_000), 8.0),
 }
 
 
@@ -172,17 +201,21 @@ def test_the_engine_takes_every_decision_of_a_plain_step_loop(case: str) -> None
         assert got == pytest.approx(want, rel=1e-9)
 
 
+@pytest.mark.parametrize("separate", [False, True])
+@pytest.mark.parametrize("overlap", [False, True])
 @pytest.mark.parametrize("admission", list(Admission))
 def test_the_decode_fast_path_is_the_step_by_step_loop(
-    admission: Admission, monkeypatch: pytest.MonkeyPatch
+    admission: Admission, separate: bool, overlap: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    s = spec(kv_tokens=40_000, admission=admission)  # blocks run short in decode runs
+    more = {**(SGLANG if separate else {}), "overlap_schedule": overlap}
+    s = spec(kv_tokens=40_000, admission=admission, **more)  # blocks run short in decode runs
     reqs = random_requests(300, 8.0, seed=3)
     fast = simulate(s, reqs)
     monkeypatch.setattr(batching._Engine, "decode_only", lambda self: False)
     slow = simulate(s, reqs)
     assert slow.steps == fast.steps and slow.preemptions == fast.preemptions
-    assert (fast.preemptions > 0) == (admission is Admission.recompute)
+    if admission is not Admission.fits_to_end:  # (its pool check counts tokens, not blocks)
+        assert (fast.preemptions > 0) == (admission is Admission.recompute)
     np.testing.assert_array_equal(fast.first_token, slow.first_token)
     np.testing.assert_array_equal(fast.finished, slow.finished)
     assert fast.waiting_area == pytest.approx(slow.waiting_area, rel=1e-9)

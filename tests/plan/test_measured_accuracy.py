@@ -35,27 +35,11 @@ MEMORY_REWORK = {
 }
 # Latency points on a GPU or model plan's catalogue does not have yet.
 CATALOGUE_MISSING: dict[str, str] = {}
-# Decode steps outside CUDA graphs: the engine model prices a step as kernels plus a fixed
-# overhead, not the per-kernel launches of an eager step (enforce_eager, or SGLang past its
-# captured batch sizes: its median ITL goes from 19 ms at 4 req/s to 71 ms at 8 req/s in the
-# same source, where the hardware arithmetic grows ~15 %).
+# Latency points whose miss is a mechanism plan does not model.
 UNMODELLED = {
-    "itl-c1-llama31-8b-bf16-a100-40gb-eager-vllm": "enforce_eager decode not modelled",
     # 2 x 7.6B x 1024 FLOPs at 0.55 of the 4090's 165 dense bf16 TFLOPS (FP32 accumulate, Ada
     # whitepaper) is 171 ms; 99.6 ms needs ~95 % of it, or the FP16-accumulate rate
     "ttft-c1-qwen25-7b-bf16-rtx4090-1024in": "RTX 4090 prefill faster than its bf16 peak x MFU",
-    **{
-        f"{kind}-sat-llama33-70b-bf16-h200-tp4-sglang-rate{rate}": (
-            "SGLang's collapse past 4 req/s not modelled"
-        )
-        for kind in ("ttft", "itl")
-        for rate in (8,)
-    },
-    # with SGLang's own running cap (4,096 here) nothing queues at 16 req/s: the measured
-    # 614 ms median TTFT is the slow (graph-less) steps of ~850 running requests
-    "ttft-sat-llama33-70b-bf16-h200-tp4-sglang-rate16": (
-        "SGLang's collapse past 4 req/s not modelled"
-    ),
     # Qwen3-0.6B, 500 requests at once: plan prefills all 500 prompts in GPU time (mean TTFT
     # 335 ms, -88 %); the measured 2.9 s mean, read as a linear ramp, is ~12 ms per admitted
     # request: the engine's per-request CPU work on a model whose GPU steps are tiny

@@ -38,14 +38,14 @@ TP8 = (
     "TensorRT-LLM TP8, compute-bound at the fp8 KV cache's batch: plan's fp8 matmul share of "
     "the peak and its eight-way all-reduce cost are not measured at TP8: {error}"
 )
-# SGLang: the run's throughput x its median ITL (datacrunch's file) suggests the sequences it
-# kept decoding at once; plan's engine runs 1.4-2.4x as many, at a median ITL 0.9-1.9x the
-# measured one. Candidates, not settled: SGLang's KV reservation for the output still to come
-# at admission (new_token_ratio, schedule_policy.py PrefillAdder) and its graph-less steps past
-# the captured batch sizes, neither modelled (plan/engine_flags.py, docs/plan-accuracy.md).
+# SGLang (steps outside CUDA graphs, separate prefill steps, the overlap scheduler and the
+# ignore_eos admission of bench_serving modelled: plan/engine_flags.py) errs optimistic on its
+# rate-inf runs, +15 % to +29 % within the tolerance and +52 % on the longest one: a cost that
+# grows with the running batch (SGLang's per-request CPU work each step) is not modelled; the
+# 16 req/s latency point of points.yaml shows the same (ITL -22 %).
 SGLANG_BATCH = (
-    "SGLang decoded ~{real} sequences at once (throughput x median ITL), plan's engine runs "
-    "~{plan}: SGLang's admission reservation / graph-less large steps not modelled: {error}"
+    "SGLang's per-step cost growing with the running batch not modelled (longest prompts and "
+    "completions, largest KV per request): {error}"
 )
 MISSES = {
     "thru-llama31-405b-fp8-h100-tp8-trtllm-1000in-1000out": TP8.format(error="+40 %"),
@@ -56,21 +56,7 @@ MISSES = {
         "attention data parallelism and expert parallelism (the page's MoE command) not "
         "modelled: +46 %"
     ),
-    "thru-llama33-70b-bf16-h200-tp4-sglang-1024in-1024out": SGLANG_BATCH.format(
-        real=720, plan=1190, error="+42 %"
-    ),
-    "thru-llama33-70b-bf16-h200-tp4-sglang-1024in-512out": SGLANG_BATCH.format(
-        real=900, plan=1370, error="+32 %"
-    ),
-    "thru-llama33-70b-bf16-h200-tp4-sglang-4096in-2048out": SGLANG_BATCH.format(
-        real=250, plan=350, error="+68 %"
-    ),
-    "thru-llama33-70b-bf16-h200-tp4-sglang-4096in-1024out": SGLANG_BATCH.format(
-        real=220, plan=430, error="+47 %"
-    ),
-    "thru-llama33-70b-bf16-h200-tp4-sglang-256in-512out": SGLANG_BATCH.format(
-        real=1250, plan=3000, error="+41 %"
-    ),
+    "thru-llama33-70b-bf16-h200-tp4-sglang-4096in-2048out": SGLANG_BATCH.format(error="+52 %"),
 }
 
 

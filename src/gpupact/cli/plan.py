@@ -25,6 +25,7 @@ from gpupact.contract.units import parse_duration, parse_params, parse_percent
 from gpupact.errors import InputError
 from gpupact.plan.capacity import plan_workload
 from gpupact.plan.engine_flags import Engine
+from gpupact.plan.engine_load import GraphSettings
 from gpupact.plan.from_contract import require_known_models
 from gpupact.plan.memory import EngineSettings
 from gpupact.plan.planner import plan_contract
@@ -101,6 +102,12 @@ def plan_command(
         "--max-num-batched-tokens",
         min=1,
         help="Tokens one step schedules / SGLang chunked prefill size (default: the engine's).",
+    ),
+    enforce_eager: bool = typer.Option(
+        False, "--enforce-eager", help="No CUDA graphs (vLLM; SGLang --disable-cuda-graph)."
+    ),
+    cuda_graph_max_bs: int | None = typer.Option(
+        None, "--cuda-graph-max-bs", min=0, help="SGLang: largest decode batch in CUDA graphs."
     ),
     gpu_memory: str | None = typer.Option(
         None,
@@ -204,7 +211,10 @@ def plan_command(
                 "moe_intermediate": moe_intermediate, "kv_lora_rank": kv_lora_rank,
                 "q_lora_rank": q_lora_rank, "qk_rope_head_dim": rope_head_dim,
             },
-            engine=_engine(engine, gpu_memory_utilization, max_num_seqs, max_num_batched_tokens),
+            engine=_engine(
+                engine, gpu_memory_utilization, max_num_seqs, max_num_batched_tokens,
+                enforce_eager, cuda_graph_max_bs,
+            ),
             gpu_memory=_parsed(parse_gib, gpu_memory, "--gpu-memory") if gpu_memory else None,
         )  # fmt: skip
         if rate is not None:
@@ -273,11 +283,16 @@ def _kv_dtype(text: str | None) -> Quantization | None:
 
 
 def _engine(
-    engine: Engine, fraction: float | None, seqs: int | None, tokens: int | None
+    engine: Engine,
+    fraction: float | None,
+    seqs: int | None,
+    tokens: int | None,
+    eager: bool = False,
+    graph_bs: int | None = None,
 ) -> EngineSettings:
     if fraction is not None and not (math.isfinite(fraction) and 0 < fraction <= 1):
         raise InputError(f"--gpu-memory-utilization: expected a share in (0, 1], got {fraction}")
-    return EngineSettings(engine, fraction, seqs, tokens)
+    return GraphSettings(engine, fraction, seqs, tokens, eager, graph_bs)
 
 
 def parse_gib(text: str) -> int:

@@ -10,7 +10,26 @@ is preempted: its blocks are freed and it goes back to the head of the queue to 
 (vLLM's default, RECOMPUTE), and no new request is admitted in that step. A request samples its
 first token in the step that completes its prompt (TTFT) and one token per step after that.
 
-That is `Admission.recompute`, every engine's policy unless its spec says otherwise. Under
+With `separate_prefill` (SGLang without --enable-mixed-chunk) a step carries prompts or
+decodes, never both: whenever a prefill batch can be formed (the request part-way through its
+prompt, if its next chunk's blocks are free; else the head of the queue, if the running cap and
+its blocks allow), the step is that batch alone, filled from the whole budget as above, and the
+decoding sequences wait for it; otherwise every decoding sequence takes its token (preempting
+as above when blocks run short) and nothing is admitted (python/sglang/srt/managers/
+scheduler.py, get_next_batch_to_run: "Run prefill first if possible", v0.4.0.post1).
+
+With `overlap_schedule` (SGLang's overlap scheduler, on by default) the scheduler plans a step
+while the one before it runs on the GPU: the step starting at t sees the requests that arrived
+by the start of the step before (by t when the engine was idle), so a request arriving during
+step j is first scheduled in step j + 2 (managers/scheduler.py, event_loop_overlap: each
+iteration receives requests, schedules and launches the next batch, then waits for the
+previous batch's result).
+
+That is `Admission.recompute`, every engine's policy unless its spec says otherwise.
+`Admission.fits_to_end` (SGLang serving ignore_eos requests with its radix cache off, with
+`separate_prefill`) admits like it and, in addition, a waiting request only if the KV pool
+holds every running request to its last token, counting what those that finish first free
+(`engine_flags.sglang_fits_to_end`). Under
 `Admission.no_evict` (TensorRT-LLM's default GUARANTEED_NO_EVICT, plan/engine_flags.py) a
 request is admitted only when the blocks of its prompt and its whole output are free; it holds
 them until it finishes, so running requests never need a block and nothing is preempted.
@@ -43,7 +62,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpupact.plan.engine import EngineSpec
-from gpupact.plan.engine_flags import Admission
+from gpupact.plan.engine_flags import Admission, sglang_fits_to_end, sglang_insert
 
 FAST_PATH_MAX_STEPS = 4096  # decode steps advanced at once, bounds the arrays
 SCALAR_RUN_STEPS = 4  # decode runs up to this long are timed step by step without arrays
@@ -71,10 +90,35 @@ class EngineRun:
     busy_s: float  # time spent in steps
     running_area: float  # integral of running requests over time
     waiting_area: float  # integral of waiting requests over time
+    # With `trace`: when each step in which decoding sequences took a token ended, and how
+    # many took one (a streaming client's inter-token gaps, see `token_gaps`).
+    decode_ends: np.ndarray | None = None
+    decode_counts: np.ndarray | None = None
 
     @property
     def ttft(self) -> np.ndarray:
         return self.first_token - self.requests.arrival
+
+    def token_gaps(self) -> tuple[np.ndarray, np.ndarray]:
+        """(gap, count): every inter-token gap a streaming client saw, pooled over requests
+        (a benchmark's ITL, where TPOT is a per-request mean), as `count` gaps of `gap`
+        seconds. A sequence that took its token in the previous decode step waited the time
+        between the two steps' ends; one that just got its first token, from then. Needs a
+        run with `trace`. (A recomputed request's gap across its preemption counts from its
+        first token.)"""
+        if self.decode_ends is None or self.decode_counts is None:
+            raise ValueError("token_gaps needs simulate(..., trace=True)")
+        ends, counts = self.decode_ends, self.decode_counts
+        prev = np.concatenate(([0.0], ends[:-1]))
+        many = (self.requests.output > 1) & ~np.isnan(self.first_token)
+        firsts = self.first_token[many]
+        step = np.searchsorted(ends, firsts, side="right")  # each one's first decode step
+        decoded = step < len(ends)
+        step, firsts = step[decoded], firsts[decoded]
+        joined = np.bincount(step, minlength=len(ends))
+        gaps = np.concatenate((ends - prev, ends[step] - firsts))
+        weights = np.concatenate((counts - joined, np.ones(len(step), dtype=np.int64)))
+        return gaps, weights
 
     @property
     def tpot(self) -> np.ndarray:
@@ -92,8 +136,9 @@ class _Engine:
     `last[i] - base`. `sp` is the one request part-way through its prompt (or None), with its
     own `computed`/`generated`; waiting and finished requests use those too."""
 
-    def __init__(self, spec: EngineSpec, requests: Requests) -> None:
+    def __init__(self, spec: EngineSpec, requests: Requests, trace: bool = False) -> None:
         n = len(requests)
+        self.trace: list[tuple[float | np.ndarray, int]] | None = [] if trace else None
         self.spec = spec
         self.arrival = requests.arrival.tolist()
         self.prompt = requests.input.astype(np.int64).tolist()
@@ -108,10 +153,14 @@ class _Engine:
         self.used = 0  # KV blocks held by running requests
         # no-evict: each request reserves its prompt and whole output when admitted
         self.reserve = spec.admission is Admission.no_evict
+        self.to_end = spec.admission is Admission.fits_to_end and spec.separate_prefill
         # a request longer than the whole KV cache is refused on arrival (vLLM: max_model_len)
         self.capacity = self.total_blocks * self.bt
         self.fits = requests.input + requests.output <= self.capacity
         self.budget = spec.max_num_batched_tokens
+        self.separate = spec.separate_prefill
+        self.lag = spec.overlap_schedule
+        self.last_start = 0.0  # when the last step started (overlap: arrivals seen up to it)
         # vLLM refuses max_num_batched_tokens < max_num_seqs (SchedulerConfig): every decoding
         # sequence gets its token in every step
         self.max_seqs = min(spec.max_num_seqs, spec.max_num_batched_tokens)
@@ -228,7 +277,7 @@ class _Engine:
         self.used += taken
         sp = self.sp
         budget = self.budget - len(self.dec)
-        if sp is not None and budget > 0:
+        if sp is not None and budget > 0 and not self.separate:
             c = self.computed[sp]
             take = min(self.prompt[sp] + self.generated[sp] - c, budget)
             need = self.blocks_of(c + take) - self.blocks_of(c)
@@ -239,15 +288,53 @@ class _Engine:
                 return take
         return 0
 
+    def prefill_ready(self) -> bool:
+        """A prefill batch can be formed (`separate_prefill`): the request part-way through
+        its prompt with its next chunk's blocks free, else the queue's head within the running
+        cap and with its blocks free."""
+        free = self.total_blocks - self.used
+        sp = self.sp
+        if sp is not None:
+            c = self.computed[sp]
+            take = min(self.prompt[sp] + self.generated[sp] - c, self.budget)
+            return self.reserve or self.blocks_of(c + take) - self.blocks_of(c) <= free
+        if not self.waiting or len(self.dec) >= self.max_seqs:
+            return False
+        head = self.waiting[0]
+        c = self.computed[head]
+        take = min(self.prompt[head] + self.generated[head] - c, self.budget)
+        if self.admit_blocks(head, c, take) > free:
+            return False
+        return not self.to_end or self.fits_to_end(self.end_states(None, head), head)
+
+    def end_states(self, sp: int | None, head: int) -> list[tuple[int, int]]:
+        """(tokens left, tokens occupied) of `head`, the decoding sequences (admission order)
+        and `sp` (when in this step), ascending in tokens left, as SGLang orders them."""
+        gen, out, prompt, d = self.generated, self.out, self.prompt, self.D
+        states = [(out[head] - gen[head], prompt[head] + gen[head])]
+        for i, base in self.dec.items():
+            states.append((prompt[i] + out[i] - 1 - base - d, base + d + 1))
+        if sp is not None:
+            states.append((out[sp] - gen[sp], prompt[sp] + gen[sp]))
+        states = [st for st in states if st[0] > 0]
+        states.sort(key=lambda st: st[0])
+        return states
+
+    def fits_to_end(self, states: list[tuple[int, int]], head: int) -> bool:
+        free = (self.total_blocks - self.used) * self.bt - self.prompt[head]
+        return sglang_fits_to_end(states, free)
+
     def step_once(self) -> None:
         """One step of the scheduler and the forward pass it runs."""
         computed, generated, prompt = self.computed, self.generated, self.prompt
-        n = len(self.dec)
+        held = len(self.dec)  # decoding sequences, running whether or not they step
+        prefill_only = self.separate and self.prefill_ready()
+        n = 0 if prefill_only else held  # those that take a token this step
         budget = self.budget - n
         extra = self.new_blocks(1) if n else 0
         sp = self.sp
         sp_take = sp_extra = 0
-        if sp is not None and budget > 0:
+        if sp is not None and budget > 0 and (prefill_only or not self.separate):
             c = computed[sp]
             sp_take = min(prompt[sp] + generated[sp] - c, budget)
             if not self.reserve:
@@ -256,24 +343,36 @@ class _Engine:
         if extra + sp_extra <= self.total_blocks - self.used:
             self.used += extra + sp_extra
             budget -= sp_take
-            running = n + (sp is not None)
-            while self.waiting and budget > 0 and running < self.max_seqs:
+            running = held + (sp is not None)
+            admit = prefill_only or not self.separate
+            states: list[tuple[int, int]] | None = None
+            while admit and self.waiting and budget > 0 and running < self.max_seqs:
                 i = self.waiting[0]
                 c = computed[i]
                 take = min(prompt[i] + generated[i] - c, budget)
                 need = self.admit_blocks(i, c, take)
                 if need > self.total_blocks - self.used:
                     break
+                if self.to_end:
+                    if states is None:
+                        states = self.end_states(sp if sp_take else None, i)
+                    elif self.out[i] > generated[i]:
+                        sglang_insert(
+                            states, (self.out[i] - generated[i], prompt[i] + generated[i])
+                        )
+                    if not self.fits_to_end(states, i):
+                        break
                 self.waiting.popleft()
                 self.used += need
                 budget -= take
                 running += 1
                 admitted.append((i, take))
         else:
-            sp_take = self.schedule_preempting()
-            n, sp = len(self.dec), self.sp
+            sp_take = self.schedule_preempting()  # (never in a prefill-only step: it fits)
+            n = held = len(self.dec)
+            sp = self.sp
         # the forward pass over what was scheduled
-        kv = self.base_sum + n * self.D  # the decoders' cached tokens
+        kv = self.base_sum + n * self.D if n else 0  # the stepping decoders' cached tokens
         tokens, pairs = n, kv + n
         if sp_take:
             c = computed[sp]
@@ -287,13 +386,16 @@ class _Engine:
             kv += c
         if tokens == 0:
             return
-        seconds = self.spec.step_s(tokens, float(pairs), float(kv))
-        running = n + (sp is not None) + len(admitted)
+        seconds = self.spec.step_s(tokens, float(pairs), float(kv), tokens == n)
+        running = held + (sp is not None) + len(admitted)
         self.running_area += running * seconds
         self.waiting_area += len(self.waiting) * seconds
         self.busy += seconds
         self.steps += 1
+        self.last_start = self.now
         self.now += seconds
+        if n and self.trace is not None:
+            self.trace.append((self.now, n))
         if n:
             self.D += 1
             self.finish_decoders()
@@ -329,6 +431,8 @@ class _Engine:
         n = len(self.dec)
         if self.sp is not None or not n:
             return False
+        if self.separate:
+            return not self.prefill_ready()
         if not self.waiting or n >= self.max_seqs:
             return True
         head = self.waiting[0]
@@ -350,22 +454,28 @@ class _Engine:
             k = lo
         if k == 0:
             return False
+        if self.to_end and self.waiting:
+            k = 1  # whether the head fits to the end changes as the batch decodes
         kv = self.base_sum + n * d
         arrival = math.inf
         if not self.waiting and n < self.max_seqs and self.next_arrival < len(self.arrival):
             arrival = self.arrival[self.next_arrival]
             # steps only get longer as the context grows: the first step's length bounds
             # how many fit before the next arrival
-            first = spec.step_s(n, float(kv + n), float(kv))
-            k = max(1, min(k, int((arrival - self.now) / first) + 1))
+            first = spec.step_s(n, float(kv + n), float(kv), True)
+            if arrival <= self.now:  # overlap: arrived during the last step, seen after one
+                k = 1
+            else:  # overlap: seen one step later than it comes
+                k = max(1, min(k, int((arrival - self.now) / first) + 1 + self.lag))
         now = self.now
         if k <= SCALAR_RUN_STEPS:
             ends: list[float] | np.ndarray = []
             for s in range(k):
                 base = kv + s * n
-                now += spec.step_s(n, float(base + n), float(base))
+                start = now
+                now += spec.step_s(n, float(base + n), float(base), True)
                 ends.append(now)
-                if now >= arrival:
+                if (start if self.lag else now) >= arrival:
                     break
             k = len(ends)
         else:
@@ -373,7 +483,7 @@ class _Engine:
             durations = spec.decode_steps_s(n, (reads + n).astype(np.float64), reads + 0.0)
             ends = np.cumsum(np.concatenate(([self.now], durations)))[1:]  # summed as the loop
             if arrival < math.inf:
-                k = min(k, int(np.searchsorted(ends, arrival, side="left")) + 1)
+                k = min(k, int(np.searchsorted(ends, arrival, side="left")) + 1 + self.lag)
             now = float(ends[k - 1])
         seconds = now - self.now
         self.running_area += n * seconds
@@ -381,23 +491,33 @@ class _Engine:
         self.busy += seconds
         self.steps += k
         self.used += self.new_blocks(k)
+        self.last_start = float(ends[k - 2]) if k >= 2 else self.now
         self.now = now
+        if self.trace is not None:
+            self.trace.append((np.asarray(ends[:k], dtype=np.float64), n))
         self.D += k
         self.finish_decoders()
         return True
 
     def joined_waiting(self, ends: list[float] | np.ndarray, k: int, end: float) -> float:
         """Waiting time, up to `end`, of the requests that arrived during a decode run that
-        did not stop for them: each joins the queue when the step it arrived in ends."""
+        did not stop for them: each joins the queue when the step it arrived in ends (with
+        `overlap_schedule`, when the step after it ends; one that came before the run, during
+        the step before it, when the run's first step ends)."""
         first, arrival = self.next_arrival, self.arrival
         last = bisect.bisect_right(arrival, end, first)
         if last == first:
             return 0.0
         at = np.asarray(arrival[first:last])
         steps = np.asarray(ends[:k])
-        joined = steps[np.searchsorted(steps, at, side="left")]
         fits = self.fits[first:last]
-        return float(np.sum((end - joined)[fits]))
+        if not self.lag:
+            joined = steps[np.searchsorted(steps, at, side="left")]
+            return float(np.sum((end - joined)[fits]))
+        starts = np.concatenate(([self.now], steps[:-1]))
+        step = np.searchsorted(starts, at, side="left")
+        inside = fits & (step < k)
+        return float(np.sum(end - steps[step[inside]]))
 
     # --- the loop ---------------------------------------------------------------------------
 
@@ -407,7 +527,8 @@ class _Engine:
         capacity = self.capacity
         prompt, out = self.prompt, self.out
         while self.finished_count < n and self.now < horizon:
-            while self.next_arrival < n and arrival[self.next_arrival] <= self.now:
+            seen = self.last_start if self.lag else self.now
+            while self.next_arrival < n and arrival[self.next_arrival] <= seen:
                 i = self.next_arrival
                 self.next_arrival += 1
                 if prompt[i] + out[i] > capacity:
@@ -418,17 +539,33 @@ class _Engine:
             if not self.dec and self.sp is None and not self.waiting:
                 if self.next_arrival >= n:
                     break
-                self.now = float(arrival[self.next_arrival])
+                # idle, the scheduler sees a request as it comes
+                self.now = max(self.now, float(arrival[self.next_arrival]))
+                self.last_start = self.now
                 continue
             if self.decode_only() and self.decode_run():
                 continue
             self.step_once()
 
 
-def simulate(spec: EngineSpec, requests: Requests, *, horizon: float = math.inf) -> EngineRun:
-    """Run `requests` through one replica until all finish (or `horizon` seconds)."""
-    engine = _Engine(spec, requests)
+def simulate(
+    spec: EngineSpec, requests: Requests, *, horizon: float = math.inf, trace: bool = False
+) -> EngineRun:
+    """Run `requests` through one replica until all finish (or `horizon` seconds); `trace`
+    keeps the decode steps' ends (`EngineRun.token_gaps`)."""
+    engine = _Engine(spec, requests, trace)
     engine.run(horizon)
+    ends = counts = None
+    if engine.trace is not None:
+        parts = [np.atleast_1d(np.asarray(e, dtype=np.float64)) for e, _ in engine.trace]
+        ends = np.concatenate(parts) if parts else np.zeros(0)
+        counts = np.concatenate(
+            [
+                np.full(len(p), c, dtype=np.int64)
+                for p, (_, c) in zip(parts, engine.trace, strict=True)
+            ]
+            or [np.zeros(0, dtype=np.int64)]
+        )
     return EngineRun(
         requests=requests,
         first_token=np.array(engine.first, dtype=np.float64),
@@ -440,4 +577,6 @@ def simulate(spec: EngineSpec, requests: Requests, *, horizon: float = math.inf)
         busy_s=engine.busy,
         running_area=engine.running_area,
         waiting_area=engine.waiting_area,
+        decode_ends=ends,
+        decode_counts=counts,
     )

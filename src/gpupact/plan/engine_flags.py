@@ -16,6 +16,29 @@
 
 How each turns these flags into KV bytes is `plan.memory`.
 
+Which steps replay CUDA graphs (`Execution`, priced by plan/engine.py; the rest run eagerly):
+    vLLM V1  steps of up to max_cudagraph_capture_size scheduled tokens, decode or mixed
+             (FULL_AND_PIECEWISE), which defaults to min(2 x max_num_seqs, 512) and never
+             exceeds max_num_batched_tokens; larger steps run the torch.compile'd model
+             without graphs (fused kernels launched from generated code, not per-op eager
+             dispatch, and at hundreds of tokens compute-bound): plan charges no step of
+             vLLM's a dispatch unless enforce_eager, which turns graphs and compilation off
+             (cudagraph_mode NONE, -O0) (vllm/config/vllm.py, VllmConfig.__post_init__ and
+             _set_cudagraph_sizes; vllm/config/compilation.py, max_cudagraph_capture_size;
+             v0.15.1).
+    SGLang   decode batches of up to cuda_graph_max_bs sequences: 160, or below 25,000 MB of
+             device memory 8 at TP < 4 and 80 at TP >= 4; prefill (extend) batches never
+             (python/sglang/srt/server_args.py, ServerArgs.__post_init__;
+             model_executor/cuda_graph_runner.py, CudaGraphRunner.can_run; model_runner.py,
+             forward_decode / forward_extend; v0.4.0.post1, December 2024; v0.4.7 leaves it
+             unset above 25,000 MB and captures sizes up to 160 all the same; later releases
+             raise it per GPU tier, 256 or 512 on H100/H200-class GPUs). Prefill and decode
+             batches run as separate steps unless --enable-mixed-chunk (default off;
+             managers/scheduler.py, get_next_batch_to_run), and the overlap scheduler (on
+             unless --disable-overlap-schedule) plans each step while the one before runs
+             (event_loop_overlap). --disable-cuda-graph: none.
+    TRT-LLM  a compiled engine: no step pays a per-layer Python dispatch.
+
 Admission and eviction (`Admission`, run by `plan.batching`):
     vLLM     a request takes KV blocks as its tokens are scheduled; when a running request
              needs one and none is free the newest running request is preempted and recomputed
@@ -37,6 +60,7 @@ Admission and eviction (`Admission`, run by `plan.batching`):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from fractions import Fraction
@@ -51,6 +75,9 @@ class Admission(StrEnum):
 
     recompute = "recompute"  # vLLM: allocate as scheduled, preempt the newest, recompute it
     no_evict = "no-evict"  # TRT-LLM GUARANTEED_NO_EVICT: reserve prompt + max output
+    # SGLang with ignore_eos requests (a benchmark's) and the radix cache off: admit only if
+    # the pool holds every running request to its end (`sglang_fits_to_end`); else recompute
+    fits_to_end = "fits-to-end"
 
 
 class Engine(StrEnum):
@@ -68,6 +95,77 @@ class EngineFlags:
     max_num_batched_tokens: int  # SGLang chunked_prefill_size, TRT-LLM max_num_tokens
     block_tokens: int  # tokens per KV block (page)
     admission: Admission = Admission.recompute
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How the engine runs its steps (see the module doc)."""
+
+    graph_max_tokens: float  # largest step replayed as a CUDA graph (0: none; inf: compiled)
+    graph_prefill: bool  # steps carrying prompt tokens replay graphs too
+    separate_prefill: bool  # a step carries prompts or decodes, never both
+    overlap_schedule: bool = False  # each step planned while the one before runs
+
+
+SGLANG_CUDA_GRAPH_MAX_BS = 160
+SGLANG_SMALL_GPU_MB = 25_000  # below: 8 (TP < 4) or 80 captured sizes
+MIB = 2**20
+
+
+def execution(
+    engine: Engine,
+    device_memory: int,
+    tp: int,
+    *,
+    enforce_eager: bool = False,
+    cuda_graph_max_bs: int | None = None,
+) -> Execution:
+    """`engine`'s CUDA-graph coverage with the user's --enforce-eager (vLLM; SGLang
+    --disable-cuda-graph) and --cuda-graph-max-bs (SGLang)."""
+    if engine is Engine.trtllm and (enforce_eager or cuda_graph_max_bs is not None):
+        raise InputError(
+            "--enforce-eager / --cuda-graph-max-bs: TensorRT-LLM runs a compiled engine "
+            "with no eager mode; use them with --engine vllm or sglang"
+        )
+    if engine is Engine.vllm and cuda_graph_max_bs is not None:
+        raise InputError(
+            "--cuda-graph-max-bs: vLLM runs the steps its graphs do not cover compiled, "
+            "which plan prices like graphs; it applies to --engine sglang (vLLM: "
+            "--enforce-eager)"
+        )
+    if engine is Engine.trtllm:
+        return Execution(math.inf, True, False)
+    if engine is Engine.sglang:
+        if cuda_graph_max_bs is None:
+            small = device_memory / MIB < SGLANG_SMALL_GPU_MB
+            cuda_graph_max_bs = (8 if tp < 4 else 80) if small else SGLANG_CUDA_GRAPH_MAX_BS
+        return Execution(0 if enforce_eager else cuda_graph_max_bs, False, True, True)
+    return Execution(0 if enforce_eager else math.inf, True, False)
+
+
+def sglang_fits_to_end(states: list[tuple[int, int]], free: int) -> bool:
+    """SGLang's admission of an ignore_eos request with the radix cache off
+    (python/sglang/srt/managers/schedule_policy.py, PrefillAdder.add_one_req_ignore_eos,
+    v0.4.0.post1): `states` are (tokens left to generate, tokens occupied = prompt +
+    generated) of the candidate, the running requests and those already added this step,
+    in SGLang's order (ascending tokens left); `free` the pool's free tokens less the
+    candidate's prompt. Going through them in that order, the requests still running must
+    be able to take the next one's tokens left each, with what those before freed."""
+    freed, n = 0, len(states)
+    for i, (left, occupied) in enumerate(states):
+        steps = states[i + 1][0] if i + 1 < n else left
+        if free + freed - steps * (n - i) <= 0:
+            return False
+        freed += occupied
+    return True
+
+
+def sglang_insert(states: list[tuple[int, int]], new: tuple[int, int]) -> None:
+    """Insert a later candidate's state where SGLang does (add_req_state, insert_sort):
+    before the first with as many or more tokens left, or when there is none, before the
+    last (its search loop ends on the last index)."""
+    at = next((k for k, (left, _) in enumerate(states) if new[0] <= left), len(states) - 1)
+    states.insert(max(at, 0), new)
 
 
 def _fraction(value: float) -> Fraction:

@@ -22,8 +22,8 @@ import numpy as np
 
 from gpupact.plan.batching import Requests, simulate
 from gpupact.plan.engine import EngineSpec
-from gpupact.plan.engine_flags import Engine, sglang_max_running
-from gpupact.plan.memory import MAX_NUM_SEQS, replica_memory
+from gpupact.plan.engine_flags import Engine, execution, sglang_max_running
+from gpupact.plan.memory import MAX_NUM_SEQS, EngineSettings, replica_memory
 from gpupact.plan.workload import Z95, TokenStats, Workload
 
 REQUESTS = 1500  # per load point at most 80 % of saturation: the P99 of 1,200 measured
@@ -511,6 +511,15 @@ def monotone(points: list[LoadPoint]) -> tuple[LoadPoint, ...]:
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class GraphSettings(EngineSettings):
+    """Engine settings with how the user runs its CUDA graphs (`engine_flags.execution`):
+    --enforce-eager (vLLM; SGLang's --disable-cuda-graph) and --cuda-graph-max-bs."""
+
+    enforce_eager: bool = False
+    cuda_graph_max_bs: int | None = None
+
+
 def engine_spec(
     workload: Workload,
     tp: int,
@@ -520,7 +529,8 @@ def engine_spec(
 ) -> EngineSpec:
     """The engine of one replica of `workload` at tensor parallelism `tp`: its KV cache from
     the plan's memory arithmetic, its limits, block size and admission policy from the engine
-    flags (vLLM's defaults); SGLang's running cap from its KV pool."""
+    flags (vLLM's defaults); SGLang's running cap from its KV pool; which steps replay CUDA
+    graphs from the engine and the user's graph settings (`GraphSettings`)."""
     memory = replica_memory(
         workload.model, workload.quantization, workload.kv_dtype, workload.gpu_memory, tp,
         workload.engine, workload.gpu.name,
@@ -533,6 +543,14 @@ def engine_spec(
         max_num_seqs = sglang_max_running(
             memory.kv_tokens, workload.model.max_context, settings.max_num_seqs
         )
+    max_num_batched_tokens = (
+        getattr(workload, "max_num_batched_tokens", None) or DEFAULT_MAX_NUM_BATCHED_TOKENS
+    )
+    run = execution(
+        flags.engine, workload.gpu_memory, tp,
+        enforce_eager=getattr(settings, "enforce_eager", False),
+        cuda_graph_max_bs=getattr(settings, "cuda_graph_max_bs", None),
+    )  # fmt: skip
     return EngineSpec(
         model=workload.model,
         weights=workload.quantization,
@@ -541,10 +559,13 @@ def engine_spec(
         kv_per_token=memory.kv_per_token_replica,
         kv_tokens=memory.kv_tokens,
         max_num_seqs=max_num_seqs,
-        max_num_batched_tokens=getattr(workload, "max_num_batched_tokens", None)
-        or DEFAULT_MAX_NUM_BATCHED_TOKENS,
+        max_num_batched_tokens=max_num_batched_tokens,
         compute_share=compute_share or share,
         bandwidth_share=bandwidth_share or share,
         block_tokens=flags.block_tokens,
         admission=flags.admission,
+        graph_max_tokens=run.graph_max_tokens,
+        graph_prefill=run.graph_prefill,
+        separate_prefill=run.separate_prefill,
+        overlap_schedule=run.overlap_schedule,
     )

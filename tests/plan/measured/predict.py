@@ -30,8 +30,8 @@ import numpy as np
 from gpupact.contract.schema import Quantization
 from gpupact.plan.batching import EngineRun, Requests, simulate
 from gpupact.plan.engine import EngineSpec
-from gpupact.plan.engine_flags import Engine
-from gpupact.plan.engine_load import engine_spec
+from gpupact.plan.engine_flags import Admission, Engine
+from gpupact.plan.engine_load import GraphSettings, engine_spec
 from gpupact.plan.gpus import GpuModel, find_gpu
 from gpupact.plan.memory import EngineSettings, replica_memory
 from gpupact.plan.models import CATALOGUE as MODELS
@@ -119,7 +119,9 @@ def engine_settings(point: Point) -> EngineSettings:
         if tokens is None and flags.get("max_model_len"):
             tokens = max(V0_MIN_BATCHED_TOKENS, int(flags["max_model_len"]))
         seqs = seqs or V0_MAX_NUM_SEQS
-    return EngineSettings(engine, fraction, seqs, tokens)
+    eager = bool(flags.get("enforce_eager") or flags.get("disable_cuda_graph"))
+    graphs = flags.get("cuda_graph_max_bs")
+    return GraphSettings(engine, fraction, seqs, tokens, eager, graphs)
 
 
 def _memory(point: Point) -> Prediction:
@@ -133,7 +135,7 @@ def _memory(point: Point) -> Prediction:
     return Prediction(float(memory.kv_tokens))
 
 
-def _spec(point: Point) -> EngineSpec:
+def replica_spec(point: Point) -> EngineSpec:
     arch, gpu = model_of(point), gpu_of(point)
     weights, kv = quantization_of(point)
     w = point.workload
@@ -152,6 +154,8 @@ def _spec(point: Point) -> EngineSpec:
         engine=engine_settings(point),
     )
     spec = engine_spec(workload, point.tp)
+    if spec_admits_to_end(point):
+        spec = replace(spec, admission=Admission.fits_to_end)
     flags = {
         k: point.flags[k]
         for k in ("max_num_seqs", "max_num_batched_tokens")
@@ -160,8 +164,20 @@ def _spec(point: Point) -> EngineSpec:
     return replace(spec, **flags) if flags else spec
 
 
+def spec_admits_to_end(point: Point) -> bool:
+    """SGLang with its radix cache off serving ignore_eos requests admits a request only if
+    its pool holds every running one to its end (`Admission.fits_to_end`)."""
+    w = point.workload
+    return bool(
+        point.engine == Engine.sglang
+        and point.flags.get("disable_radix_cache")
+        and w is not None
+        and w.ignore_eos
+    )
+
+
 def _latency(point: Point) -> Prediction:
-    spec = _spec(point)
+    spec = replica_spec(point)
     w = point.workload
     assert w is not None
     notes: list[str] = []
@@ -183,7 +199,7 @@ def _latency(point: Point) -> Prediction:
     if w.rate is not None:
         n = w.requests or 1
         gaps = np.zeros(n) if math.isinf(w.rate) else rng.exponential(1.0 / w.rate, n)
-        run = simulate(spec, _requests(w, np.cumsum(gaps), rng))
+        run = simulate(spec, _requests(w, np.cumsum(gaps), rng), trace=True)
         skip = 0
     else:
         c = w.concurrency
@@ -217,7 +233,7 @@ def closed_loop(spec: EngineSpec, concurrency: int, requests: Requests) -> Engin
     arrival = np.zeros(n)
     arrival[concurrency:] = FAR_FUTURE_S
     for _ in range(n // concurrency + 2):
-        run = simulate(spec, Requests(arrival, requests.input, requests.output))
+        run = simulate(spec, Requests(arrival, requests.input, requests.output), trace=True)
         ends = np.sort(run.finished)
         sent = np.concatenate([np.zeros(min(concurrency, n)), ends[: max(0, n - concurrency)]])
         if np.array_equal(sent, arrival):
@@ -229,6 +245,15 @@ def closed_loop(spec: EngineSpec, concurrency: int, requests: Requests) -> Engin
 def _statistic(point: Point, run: EngineRun, skip: int) -> float:
     """The point's statistic of TTFT or ITL (seconds) over the requests after `skip`."""
     ttft = run.ttft[skip:]
+    if point.over == "gaps":
+        gaps, counts = run.token_gaps()
+        q = {"median": 0.5, "p99": 0.99}.get(point.statistic or "mean")
+        if q is None:
+            return float(np.sum(gaps * counts) / np.sum(counts))
+        order = np.argsort(gaps, kind="stable")
+        cumulative = np.cumsum(counts[order])
+        k = int(np.searchsorted(cumulative, q * cumulative[-1], side="left"))
+        return float(gaps[order][k])
     if point.category.startswith("ttft"):
         values = ttft
     else:

@@ -33,23 +33,12 @@ import numpy as np
 
 from gpupact.errors import FieldError
 from gpupact.plan.batching import EngineRun, Requests, simulate
-from gpupact.plan.engine import EngineSpec
-from gpupact.plan.engine_load import engine_spec, saturation_rate
-from gpupact.plan.workload import TokenStats, Workload
+from gpupact.plan.engine_load import saturation_rate
+from gpupact.plan.workload import TokenStats
 from gpupact.source import load_documents
 
 from .points import Lengths, Point, _workload, load_points
-from .predict import (
-    CLOSED_LOOP_WAVES,
-    SEED,
-    Prediction,
-    closed_loop,
-    device_memory,
-    engine_settings,
-    gpu_of,
-    model_of,
-    quantization_of,
-)
+from .predict import CLOSED_LOOP_WAVES, SEED, Prediction, closed_loop, replica_spec
 
 THROUGHPUT = Path(__file__).with_name("throughput.yaml")
 STATISTICS = frozenset({"run", "steady"})
@@ -88,34 +77,6 @@ def _draw(lengths: Lengths, n: int, rng: np.random.Generator) -> np.ndarray:
     if isinstance(lengths, int):
         return np.full(n, lengths)
     return rng.integers(lengths[0], lengths[1] + 1, n)
-
-
-def replica_spec(point: Point) -> EngineSpec:
-    """The engine `gpupact plan` builds for the point's replica, with the stated flags."""
-    weights, kv = quantization_of(point)
-    w = point.workload
-    assert w is not None
-    longest_in, longest_out = _longest(w.input), _longest(w.output)
-    workload = Workload(
-        name=point.id,
-        model=model_of(point),
-        quantization=weights,
-        kv_dtype=kv,
-        gpu=gpu_of(point),
-        gpu_memory=device_memory(point),
-        gpus_per_node=8,
-        context=longest_in + longest_out,
-        input=TokenStats(longest_in, longest_in),
-        output=TokenStats(longest_out, longest_out),
-        engine=engine_settings(point),
-    )
-    spec = engine_spec(workload, point.tp)
-    stated = {
-        k: point.flags[k]
-        for k in ("max_num_seqs", "max_num_batched_tokens")
-        if point.flags.get(k) is not None
-    }
-    return replace(spec, **stated) if stated else spec
 
 
 def run_throughput(run: EngineRun) -> float:
