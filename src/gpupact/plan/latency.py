@@ -21,10 +21,12 @@ from gpupact.plan.models import ModelArch
 
 # Fitted across the public measurements of tests/plan/measured/points.yaml (sources there;
 # errors per point in docs/plan-accuracy.md), one value for every model, GPU and engine:
-# Model FLOPs utilisation of a prefill. The TTFT points at concurrency 1 put long bf16 prompts
-# at ~60 % of the dense peak (Qwen2.5-72B on 2 x H100, tenstorrent/tt-inference-server#143)
-# and an fp8 5000-token prompt at ~46 % of the fp8 peak (Llama-3.3-70B, NIM 1.8.0 table);
-# 0.55 minimises the squared log error over them.
+# Model FLOPs utilisation of a prefill. An fp8 5000-token prompt reaches ~46 % of the fp8 peak
+# (Llama-3.3-70B, NIM 1.8.0 table) and SGLang's radix-cache-off prompts at 1-4 req/s come out
+# within 8 % (Llama-3.3-70B bf16, 4 x H200); the long bf16 prompts of the Tenstorrent tables
+# (~60 % of the dense peak, tenstorrent/tt-inference-server#143) were partly prefix-cached
+# (points.yaml), so they only bound it from above. 0.55 minimises the squared log error over
+# the points as first fitted.
 PREFILL_MFU = 0.55
 # Memory-bandwidth utilisation of a decode step, fitted over the 15 decode-bound points
 # (ITL at concurrency 1, vLLM's batch-8 latency suite on A100/H100/H200); the A100 sweep

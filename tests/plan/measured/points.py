@@ -82,10 +82,20 @@ class Point:
     flags: dict[str, Any] = field(default_factory=dict)
     workload: Workload | None = None
     line: int | None = None
+    # why the measurement had part of its prompts cached (a TTFT then bounds a cold prefill
+    # from below only: a prediction may be slower, not faster); None: a cold measurement
+    prefix_cache: str | None = None
 
     @property
     def tolerance(self) -> float:
         return TOLERANCE[self.category]
+
+    def within(self, error: float) -> bool:
+        """Whether a relative error (predicted / measured - 1) meets the category's tolerance;
+        against a prefix-cached TTFT only from below: a cold prefill may take longer."""
+        if self.prefix_cache is not None:
+            return error >= -self.tolerance
+        return abs(error) <= self.tolerance
 
 
 def _req(entry: dict[str, Any], key: str, kind: type | tuple[type, ...], path: list) -> Any:
@@ -155,6 +165,13 @@ def _lengths(w: dict[str, Any], key: str, path: list) -> Lengths:
     return (low, high)
 
 
+def _prefix_cache(entry: dict[str, Any], category: str, path: list) -> str | None:
+    why = _opt(entry, "prefix_cache", str, path)
+    if why is not None and not category.startswith("ttft"):
+        raise FieldError([*path, "prefix_cache"], "only a TTFT can be prefix-cached")
+    return why
+
+
 def _point(entry: Any, path: list, line: int | None) -> Point:
     if not isinstance(entry, dict):
         raise FieldError(path, "each point must be a mapping")
@@ -198,6 +215,7 @@ def _point(entry: Any, path: list, line: int | None) -> Point:
         flags=dict(flags),
         workload=_workload(entry, path) if category in LATENCY else None,
         line=line,
+        prefix_cache=_prefix_cache(entry, category, path),
     )
 
 
