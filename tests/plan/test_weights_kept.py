@@ -154,3 +154,20 @@ def test_experts_keeping_different_parts_are_counted_each_as_it_is() -> None:
     w = gpu_weight_bytes(replace(mixtral, kept=kept), Q.int4, 1)
     assert w.experts - plain.experts == 2 * (2 * k * n - int4) + (2 * n * k - int4_down)
     assert kept_names(replace(mixtral, kept=kept)) == 3
+
+
+def test_a_decode_step_reads_the_kept_modules_in_16_bits() -> None:
+    """A step reads the weights as stored: Meta's FP8 405B reads its bf16 attention and its two
+    bf16 MLPs too, as much more than an all-FP8 405B as its weights hold more."""
+    from gpupact.plan.latency import weights_read_per_step
+
+    meta = resolve_model("meta-llama/Meta-Llama-3.1-405B-Instruct-FP8")
+    plain = replace(meta.arch, kept=None)
+    ratio = weights_read_per_step(meta.arch, meta.weights, 1) / weights_read_per_step(
+        plain, meta.weights, 1
+    )
+    stored = gpu_weight_bytes(meta.arch, meta.weights, 1).total
+    assert ratio == pytest.approx(stored / gpu_weight_bytes(plain, meta.weights, 1).total)
+    assert 1.15 < ratio < 1.25  # 72 B attention parameters of 405 B in bf16
+    llama = MODELS["llama-3.1-8b"]
+    assert weights_read_per_step(llama, Q.fp8, 1) == Q.fp8.weight_bytes(llama.params)

@@ -14,10 +14,14 @@ the efficiencies absorb them.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import lru_cache
+
 from gpupact.contract.schema import Quantization
 from gpupact.plan.gpus import GpuModel
 from gpupact.plan.memory import ReplicaMemory
 from gpupact.plan.models import ModelArch
+from gpupact.plan.weights import gpu_weight_bytes
 
 # Fitted across the public measurements of tests/plan/measured/points.yaml (sources there;
 # errors per point in docs/plan-accuracy.md), one value for every model, GPU and engine:
@@ -51,14 +55,25 @@ def prefill_seconds(
     return prefill_flops(model, tokens) / replica_flops(gpu, weights, tp, slowdown)
 
 
+@lru_cache(maxsize=4096)
+def kept_ratio(model: ModelArch, weights: Quantization) -> float:
+    """How much more a checkpoint that keeps some modules in 16 bits (`model.kept`: Meta's
+    FP8 405B keeps attention in bf16) holds than the same model quantised throughout; 1.0
+    when nothing is kept. A step reads its weights in the format they are stored in."""
+    if model.kept is None:
+        return 1.0
+    whole = gpu_weight_bytes(replace(model, kept=None), weights, 1).total
+    return gpu_weight_bytes(model, weights, 1).total / whole if whole else 1.0
+
+
 def weights_read_per_step(model: ModelArch, weights: Quantization, batch: int) -> int:
     """Weight bytes one decode step of `batch` sequences reads (whole replica)."""
     if not model.moe:
-        return weights.weight_bytes(model.params)
+        return round(weights.weight_bytes(model.params) * kept_ratio(model, weights))
     missed = (1 - model.experts_per_token / model.experts) ** max(1, batch)
     touched = model.experts * (1 - missed)
     params = model.shared_params + touched * model.expert_params
-    return weights.weight_bytes(round(params))
+    return round(weights.weight_bytes(round(params)) * kept_ratio(model, weights))
 
 
 def decode_step_seconds(
