@@ -133,3 +133,19 @@ def test_acme_services_are_engines_in_proportion_to_their_models() -> None:
 def test_model_spec_weight_bytes_is_the_quantization_rule() -> None:
     spec = ModelSpec.model_validate({"name": "m", "params": "70B", "quantization": "int4"})
     assert spec.weight_bytes == 35 * 10**9
+
+
+def test_a_kv_cache_below_one_full_context_serves_nothing() -> None:
+    """vLLM does not start when its KV cache cannot hold one request of max_model_len (the
+    contextLength compile passes as MAX_MODEL_LEN): the twin's replica serves nothing even
+    when the median request would fit. Llama-3.1-70B fp8 on one H100 leaves ~1,450 tokens of
+    KV cache: enough for a 1,024-token context, not for an 8,192-token one whose median
+    request (~1,300 tokens) it would hold."""
+    fp8 = {"name": "llama-3.1-70b", "params": "70B", "quantization": "fp8"}
+    short = contract({"model": fp8, "tensorParallel": 1, "contextLength": 1024})
+    long = contract({"model": fp8, "tensorParallel": 1, "contextLength": 8192})
+    served = replica_serving(long, long.services[0])
+    median = served.input.p50 + served.output.p50
+    assert median <= served.spec.kv_tokens < 8192
+    assert replica_serving(short, short.services[0]).curve is not None
+    assert served.curve is None

@@ -47,7 +47,12 @@ def serving_of(
 ) -> ReplicaServing:
     spec = engine_spec(workload, tp, compute_share=compute_share, bandwidth_share=bandwidth_share)
     curve = None
-    if spec.kv_tokens >= min(workload.context, workload.input.p50 + workload.output.p50):
+    # vLLM refuses to start when its KV cache cannot hold one request of max_model_len (the
+    # context compile passes as MAX_MODEL_LEN): "To serve at least one request with the models's
+    # max seq len ... is needed, which is larger than the available KV cache memory"
+    # (vllm/v1/core/kv_cache_utils.py, check_enough_kv_cache_memory): such a replica serves
+    # nothing, as it would crash-loop on the cluster
+    if spec.kv_tokens >= workload.context:
         curve = latency_curve(spec, workload.input, workload.output, workload.context)
     return ReplicaServing(spec, curve, workload.input, workload.output, workload.context)
 
