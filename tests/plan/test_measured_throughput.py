@@ -29,15 +29,6 @@ CATEGORY = "throughput_saturation"
 
 # Points plan misses today, with the mechanism and the error when they were marked. A fix
 # shows up as an unexpected pass (strict).
-# TensorRT-LLM at TP8 on the two largest models, optimistic: with the checkpoints' fp8 KV cache
-# (throughput.yaml's header) the batch is large enough that the step is compute-bound, and plan
-# prices fp8 matmuls at the bf16 share of the fp8 peak (PREFILL_MFU) plus eight-way all-reduces
-# at the fitted NVLink cost; neither is measured at TP8 here. The 8B and 70B rows of the same
-# page (TP1/TP2) are within -25 % .. +23 %.
-TP8 = (
-    "TensorRT-LLM TP8, compute-bound at the fp8 KV cache's batch: plan's fp8 matmul share of "
-    "the peak and its eight-way all-reduce cost are not measured at TP8: {error}"
-)
 # SGLang (steps outside CUDA graphs, separate prefill steps, the overlap scheduler and the
 # ignore_eos admission of bench_serving modelled: plan/engine_flags.py) errs optimistic on its
 # rate-inf runs, +15 % to +29 % within the tolerance and +52 % on the longest one: a cost that
@@ -48,8 +39,6 @@ SGLANG_BATCH = (
     "completions, largest KV per request): {error}"
 )
 MISSES = {
-    "thru-llama31-405b-fp8-h100-tp8-trtllm-1000in-1000out": TP8.format(error="+40 %"),
-    "thru-llama31-405b-fp8-h200-tp8-trtllm-1000in-1000out": TP8.format(error="+32 %"),
     # the MoE command runs attention data-parallel (enable_attention_dp) with expert
     # parallelism, which plan does not model: every GPU keeps its own batch and KV cache
     "thru-qwen3-235b-fp8-h100-tp8-trtllm-1000in-1000out": (

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import gpupact.plan.engine as engine_module
+import gpupact.plan.latency as latency_module
 from gpupact.contract.schema import Quantization
 from gpupact.plan.batching import Requests, simulate
 from gpupact.plan.engine import EngineSpec
@@ -89,7 +90,7 @@ CONSTANTS = {
     "fitted": (  # as plan.engine has them (fitted on tests/plan/measured)
         engine_module.STEP_OVERHEAD_S,
         engine_module.ALLREDUCE_LATENCY_S["nvlink"],
-        engine_module.PREFILL_MFU,
+        latency_module.PREFILL_MFU,
         engine_module.DECODE_BANDWIDTH_EFFICIENCY,
     ),
     "hand-set": (0.6e-3, 8e-6, 0.5, 0.7),  # the values the fit replaced
@@ -100,18 +101,21 @@ CONSTANTS = {
 @contextmanager
 def constants(name: str) -> Iterator[None]:
     """plan.engine's step-time constants set to CONSTANTS[name] (the latency curves, cached
-    per EngineSpec, are dropped on the way in and out)."""
+    per EngineSpec, are dropped on the way in and out; the 16-bit prefill MFU lives in
+    plan.latency, which the engine reads when a spec prices its first step)."""
     m = engine_module
-    saved = (m.STEP_OVERHEAD_S, m.ALLREDUCE_LATENCY_S, m.PREFILL_MFU, m.DECODE_BANDWIDTH_EFFICIENCY)
+    saved = (m.STEP_OVERHEAD_S, m.ALLREDUCE_LATENCY_S, m.DECODE_BANDWIDTH_EFFICIENCY)
+    saved_mfu = latency_module.PREFILL_MFU
     overhead, allreduce, mfu, bandwidth = CONSTANTS[name]
     latency_curve.cache_clear()
-    m.STEP_OVERHEAD_S, m.PREFILL_MFU, m.DECODE_BANDWIDTH_EFFICIENCY = overhead, mfu, bandwidth
+    m.STEP_OVERHEAD_S, m.DECODE_BANDWIDTH_EFFICIENCY = overhead, bandwidth
+    latency_module.PREFILL_MFU = mfu
     m.ALLREDUCE_LATENCY_S = {**saved[1], "nvlink": allreduce}
     try:
         yield
     finally:
-        m.STEP_OVERHEAD_S, m.ALLREDUCE_LATENCY_S = saved[0], saved[1]
-        m.PREFILL_MFU, m.DECODE_BANDWIDTH_EFFICIENCY = saved[2], saved[3]
+        m.STEP_OVERHEAD_S, m.ALLREDUCE_LATENCY_S, m.DECODE_BANDWIDTH_EFFICIENCY = saved
+        latency_module.PREFILL_MFU = saved_mfu
         latency_curve.cache_clear()
 
 

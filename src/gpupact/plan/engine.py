@@ -3,7 +3,7 @@
 A continuous-batching engine (vLLM, SGLang) runs one forward pass per step over every token it
 scheduled: the next token of each decoding sequence and a chunk of some prompts. That pass is
 
-    compute = FLOPs(tokens) / (tp x peak FLOP/s x PREFILL_MFU x compute share)
+    compute = FLOPs(tokens) / (tp x peak FLOP/s x prefill MFU x compute share)
     memory  = (weights touched + KV read) / tp / (bandwidth x BANDWIDTH_EFFICIENCY x bw share)
     comm    = tp > 1: 2 all-reduces per layer of tokens x hidden x 2 bytes, ring algorithm,
               each 2 (tp - 1) / tp x size / link bandwidth + a fixed launch latency
@@ -42,7 +42,11 @@ import numpy as np
 from gpupact.contract.schema import Quantization
 from gpupact.plan.engine_flags import Admission
 from gpupact.plan.gpus import GpuModel
-from gpupact.plan.latency import DECODE_BANDWIDTH_EFFICIENCY, PREFILL_MFU, weights_read_per_step
+from gpupact.plan.latency import (
+    DECODE_BANDWIDTH_EFFICIENCY,
+    prefill_mfu,
+    weights_read_per_step,
+)
 from gpupact.plan.models import ModelArch
 
 # Per step outside the kernels: the scheduler, input preparation, sampling and detokenising
@@ -117,7 +121,8 @@ class EngineSpec:
 
     @cached_property
     def flops_per_s(self) -> float:
-        return self.tp * self.gpu.flops(self.weights) * PREFILL_MFU * self.compute_share
+        mfu = prefill_mfu(self.gpu, self.weights)
+        return self.tp * self.gpu.flops(self.weights) * mfu * self.compute_share
 
     @cached_property
     def bytes_per_s(self) -> float:

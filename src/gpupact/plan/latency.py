@@ -25,13 +25,20 @@ from gpupact.plan.weights import gpu_weight_bytes
 
 # Fitted across the public measurements of tests/plan/measured/points.yaml (sources there;
 # errors per point in docs/plan-accuracy.md), one value for every model, GPU and engine:
-# Model FLOPs utilisation of a prefill. An fp8 5000-token prompt reaches ~46 % of the fp8 peak
-# (Llama-3.3-70B, NIM 1.8.0 table) and SGLang's radix-cache-off prompts at 1-4 req/s come out
-# within 8 % (Llama-3.3-70B bf16, 4 x H200); the long bf16 prompts of the Tenstorrent tables
-# (~60 % of the dense peak, tenstorrent/tt-inference-server#143) were partly prefix-cached
-# (points.yaml), so they only bound it from above. 0.55 minimises the squared log error over
-# the points as first fitted.
+# Model FLOPs utilisation of a prefill on 16-bit tensor cores: SGLang's radix-cache-off prompts
+# at 1-4 req/s come out within 8 % with it (Llama-3.3-70B bf16, 4 x H200); the long bf16
+# prompts of the Tenstorrent tables (~60 % of the dense peak, tenstorrent/tt-inference-server
+# #143) were partly prefix-cached (points.yaml), so they only bound it from above. 0.55
+# minimises the squared log error over the points as first fitted.
 PREFILL_MFU = 0.55
+# The same on fp8 tensor cores, of their (twice as high) fp8 peak: an fp8 GEMM reaches a lower
+# share of its peak than a bf16 one of its, and the activations are quantised on the way in.
+# Fitted on the one cold fp8 prefill measured (Llama-3.3-70B fp8 on 2 x H100, 5,000 tokens in
+# 406.8 ms at concurrency 1, NIM 1.8.0 table); checked on the twelve TensorRT-LLM fp8
+# throughput runs of its performance overview (an independent source: tests/plan/measured/
+# throughput.yaml), whose mean |error| goes from 13.7 % at 0.55 to 10.1 %, the two TP8 rows
+# from +40 % / +32 % to +27 % / +19 %.
+FP8_PREFILL_MFU = 0.485
 # Memory-bandwidth utilisation of a decode step, fitted over the 15 decode-bound points
 # (ITL at concurrency 1, vLLM's batch-8 latency suite on A100/H100/H200); the A100 sweep
 # source states its single-request decode at ~77 % of the bandwidth ceiling.
@@ -44,9 +51,19 @@ def prefill_flops(model: ModelArch, tokens: float) -> float:
     return matmuls + attention
 
 
+FP8_FORMATS = (Quantization.fp8, Quantization.fp8_channel, Quantization.fp8_block)
+
+
+def prefill_mfu(gpu: GpuModel, weights: Quantization) -> float:
+    """The share of `gpu.flops(weights)` a prefill sustains: fp8 weights on fp8 tensor cores
+    have their own (a GPU without them runs fp8 weights at the 16-bit rate and share)."""
+    on_fp8_cores = weights in FP8_FORMATS and gpu.flops(weights) > gpu.flops(Quantization.bf16)
+    return FP8_PREFILL_MFU if on_fp8_cores else PREFILL_MFU
+
+
 def replica_flops(gpu: GpuModel, weights: Quantization, tp: int, slowdown: float) -> float:
     """Sustained FLOP/s of a replica's prefill."""
-    return tp * gpu.flops(weights) * PREFILL_MFU / slowdown
+    return tp * gpu.flops(weights) * prefill_mfu(gpu, weights) / slowdown
 
 
 def prefill_seconds(
