@@ -167,9 +167,12 @@ def _kept_entries(
                 f"{where('dynamic')}: quantization_config.dynamic: expected an object of "
                 f"module regexes, got {_shown(dynamic)}"
             )
-        bad = next((k for k in dynamic if not isinstance(k, str)), None)
-        if bad is not None:
-            raise InputError(f"{where('dynamic')}: quantization_config.dynamic: key {_shown(bad)}")
+        bad = [k for k in dynamic if not isinstance(k, str)]  # a null key is one too
+        if bad:
+            raise InputError(
+                f"{where('dynamic')}: quantization_config.dynamic: key {_shown(bad[0])} is not "
+                "a module regex"
+            )
         # vLLM reads a positive key's value as a dict of overrides (.get(key, default)), and a
         # negative key's not at all (get_dynamic_override in
         # https://github.com/vllm-project/vllm/blob/main/vllm/model_executor/layers/
@@ -197,10 +200,12 @@ def _kept_entries(
             f"{where(key)}: quantization_config.{key}: expected a list of module names, got "
             f"{_shown(entries)}"
         )
-    bad = next((e for e in entries if not isinstance(e, str) or not e), None)
-    if bad is not None:
+    # by index: a null entry is the bad one, not "none found"
+    at = next((i for i, e in enumerate(entries) if not isinstance(e, str) or not e), None)
+    if at is not None:
         raise InputError(
-            f"{where(key)}: quantization_config.{key}: {_shown(bad)} is not a module name"
+            f"{where(key)}: quantization_config.{key}: {_shown(entries[at])} is not a module "
+            f"name (entry {at})"
         )
     return key, tuple(entries), match
 
