@@ -582,6 +582,18 @@ VALUE_CASES: dict[str, tuple[str, Callable[[Target], str], str, tuple[str, ...]]
         "num_experts_per_tok",
         ("between 1 and the 8 experts",),
     ),
+    "config-kept-list-over-int32-layers": (
+        "plan-model-config",
+        lambda t: _yaml(
+            {
+                **t.base(),
+                "num_hidden_layers": 2**31 - 1,
+                "quantization_config": {"quant_method": "fp8", "ignored_layers": ["lm_head"]},
+            }
+        ),
+        "quantization_config.ignored_layers",
+        ("linear modules",),
+    ),
     # quantization_config's unconverted-modules lists (plan/model_config.py `_kept_entries`)
     **{
         f"config-kept-{name}": (

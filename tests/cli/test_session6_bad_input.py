@@ -253,6 +253,26 @@ def test_layers_given_by_flag_are_matched_too(tmp_path: Path) -> None:
     assert _weights(results[0]) == _weights(results[1])
 
 
+@pytest.mark.parametrize("layers", ["2000000", str(2**31 - 1), str(2**80)])
+@pytest.mark.parametrize("ignore", [["lm_head"], [r"re:.*down_proj"]])
+def test_layers_past_any_model_with_a_list_are_refused(
+    tmp_path: Path, layers: str, ignore: list
+) -> None:
+    """Each layer's modules are weighed against the list: 2 billion layers was a hang."""
+    path = _config(tmp_path, "c", LLAMA, {**CT, "ignore": ignore})
+    [result] = run_batch([_plan_config(path, "--layers", layers)])
+    assert result["crash"] is None and result["code"] == 2, result
+    line = result["stderr"].strip()
+    assert line.startswith(f"error: --layers with {path}: quantization_config.ignore:"), line
+    assert "linear modules" in line
+
+
+def test_a_catalogue_list_with_layers_past_any_model_is_refused() -> None:
+    [result] = run_batch([[*PLAN[:2], "llama-3.1-405b-fp8", *PLAN[3:], "--layers", str(2**31 - 1)]])
+    assert result["crash"] is None and result["code"] == 2, result
+    assert result["stderr"].startswith("error: --layers with https://"), result
+
+
 NAMES = sorted(
     {
         f"model.layers.{layer}.{part}"

@@ -474,10 +474,29 @@ def _module_names(arch: ModelArch) -> set[str]:
     return names
 
 
+# the most linear modules plan matches a list against, and weighs one by one (Kimi-K2's 61
+# layers of 384 experts hold ~70,000): a layer count given by flag or config.json beyond any
+# model's would otherwise enumerate billions of names
+MAX_MODULES = 1_000_000
+
+
+def _check_module_count(arch: ModelArch, at: str) -> None:
+    dense = len(layer_modules(arch, 0)) if arch.dense_layers or not arch.moe else 0
+    moe = len(layer_modules(arch, arch.layers - 1)) if arch.moe else 0
+    moe_layers = arch.layers - arch.dense_layers if arch.moe else 0
+    count = (arch.layers - moe_layers) * dense + moe_layers * moe
+    if count > MAX_MODULES:
+        raise InputError(
+            f"{at}: the model's {arch.layers:,} layers hold {count:,} linear modules, more "
+            f"than the {MAX_MODULES:,} plan weighs one by one against a module list"
+        )
+
+
 def _resolved(arch: ModelArch, kept: KeptModules, at: str) -> KeptModules:
     """`kept` with the entries that name none of `arch`'s modules (`unmatched`) and, for
     substring and regex entries, the module names they match looked up rather than matched
     again per module (`KeptModules.keeps` then finds them in its set of whole names)."""
+    _check_module_count(arch, at)
     names = _module_names(arch)
     if kept.match == "component":
         paths = set()  # every dotted component and leading path, bitsandbytes' rule
@@ -641,9 +660,12 @@ def with_flags(arch: ModelArch, **flags: int | None) -> ModelArch:
     if not given:
         return arch
     out = replace(arch, **given)
-    if out.kept is not None and out.kept.match not in ("exact", "component"):
-        # the names a pattern matched were looked up for the config's own architecture
-        out = replace(out, kept=_resolved(out, out.kept, out.kept.source))
+    if out.kept is not None:
+        at = f"{', '.join('--' + k.replace('_', '-') for k in given)} with {out.kept.source}"
+        _check_module_count(out, at)  # weights.kept_layers weighs each layer's modules
+        if out.kept.match not in ("exact", "component"):
+            # the names a pattern matched were looked up for the config's own architecture
+            out = replace(out, kept=_resolved(out, out.kept, at))
     return out
 
 
