@@ -263,14 +263,35 @@ def test_layers_past_any_model_with_a_list_are_refused(
     [result] = run_batch([_plan_config(path, "--layers", layers)])
     assert result["crash"] is None and result["code"] == 2, result
     line = result["stderr"].strip()
-    assert line.startswith(f"error: --layers with {path}: quantization_config.ignore:"), line
-    assert "linear modules" in line
+    assert line.startswith("error: --layers: ") and "linear modules" in line, line
 
 
 def test_a_catalogue_list_with_layers_past_any_model_is_refused() -> None:
     [result] = run_batch([[*PLAN[:2], "llama-3.1-405b-fp8", *PLAN[3:], "--layers", str(2**31 - 1)]])
     assert result["crash"] is None and result["code"] == 2, result
-    assert result["stderr"].startswith("error: --layers with https://"), result
+    assert result["stderr"].startswith("error: --layers: "), result
+
+
+def test_a_contract_architecture_past_any_model_with_a_list_is_located(tmp_path: Path) -> None:
+    """The catalogue's Llama-3.1-405B-FP8 carries its 16-bit module list: 2^31-1 layers of it
+    enumerated billions of names."""
+
+    def mutate(data: dict) -> None:
+        data["services"][0]["model"] = {
+            "name": "llama-3.1-405b-instruct-fp8",
+            "params": "405B",
+            "quantization": "fp8",
+            "architecture": {"layers": 2**31 - 1},
+        }
+
+    path = _acme_with(tmp_path, mutate)
+    check, plan, _compile, simulate = run_batch(_commands(path))
+    for r in (check, plan, simulate):
+        assert r["crash"] is None and "linear modules" in r["stdout"] + r["stderr"], r
+    assert check["code"] == 1 and "services[0].model.architecture" in check["stdout"], check
+    for r in (plan, simulate):
+        assert r["code"] == 2 and r["stderr"].startswith(f"error: {path}:"), r
+        assert "services[0].model.architecture: layers:" in r["stderr"], r
 
 
 NAMES = sorted(

@@ -69,6 +69,7 @@ _NAMES = {
     "vocab": ("vocab_size", "--vocab"),
     "experts_per_token": ("num_experts_per_tok", "--experts-per-token"),
     "dense_layers": ("first_k_dense_replace", "--layers"),
+    "layers": ("num_hidden_layers", "--layers"),
 }
 
 
@@ -92,6 +93,10 @@ def arch_problem(arch: ModelArch) -> tuple[str, str] | None:
         return "experts_per_token", (
             f"{arch.experts_per_token}: between 1 and the {arch.experts} experts"
         )
+    if arch.kept is not None:  # weights.kept_layers weighs each layer's modules
+        problem = _module_count_problem(arch)
+        if problem is not None:
+            return "layers", problem
     return None
 
 
@@ -480,16 +485,23 @@ def _module_names(arch: ModelArch) -> set[str]:
 MAX_MODULES = 1_000_000
 
 
-def _check_module_count(arch: ModelArch, at: str) -> None:
+def _module_count_problem(arch: ModelArch) -> str | None:
     dense = len(layer_modules(arch, 0)) if arch.dense_layers or not arch.moe else 0
     moe = len(layer_modules(arch, arch.layers - 1)) if arch.moe else 0
     moe_layers = arch.layers - arch.dense_layers if arch.moe else 0
     count = (arch.layers - moe_layers) * dense + moe_layers * moe
-    if count > MAX_MODULES:
-        raise InputError(
-            f"{at}: the model's {arch.layers:,} layers hold {count:,} linear modules, more "
-            f"than the {MAX_MODULES:,} plan weighs one by one against a module list"
-        )
+    if count <= MAX_MODULES:
+        return None
+    return (
+        f"{arch.layers:,} layers hold {count:,} linear modules, more than the "
+        f"{MAX_MODULES:,} plan weighs one by one against a list of unquantised modules"
+    )
+
+
+def _check_module_count(arch: ModelArch, at: str) -> None:
+    problem = _module_count_problem(arch)
+    if problem is not None:
+        raise InputError(f"{at}: the model's {problem}")
 
 
 def _resolved(arch: ModelArch, kept: KeptModules, at: str) -> KeptModules:
@@ -660,12 +672,13 @@ def with_flags(arch: ModelArch, **flags: int | None) -> ModelArch:
     if not given:
         return arch
     out = replace(arch, **given)
-    if out.kept is not None:
-        at = f"{', '.join('--' + k.replace('_', '-') for k in given)} with {out.kept.source}"
-        _check_module_count(out, at)  # weights.kept_layers weighs each layer's modules
-        if out.kept.match not in ("exact", "component"):
-            # the names a pattern matched were looked up for the config's own architecture
-            out = replace(out, kept=_resolved(out, out.kept, at))
+    if (
+        out.kept is not None
+        and out.kept.match not in ("exact", "component")
+        and _module_count_problem(out) is None  # else arch_problem refuses it, located
+    ):
+        # the names a pattern matched were looked up for the config's own architecture
+        out = replace(out, kept=_resolved(out, out.kept, out.kept.source))
     return out
 
 
