@@ -313,6 +313,7 @@ PATTERNS = [
     r"model[.]layers[.][^0-5]", r"a{0}", r"(?:model|lm)_?head", r".{10,12}$", r".*?proj",
     r"model\.layers\.(?:[0-9]|1[01])\.mlp\.gate\Z", r"(?s).*experts", r"[\d.]+", r"\D{5}",
     r"model\.layers\.1[^\d]", r"(?x) model \. norm", r"(?a)\w+", r"mo{1,}del", r"m?o??del",
+    r"(?i)[^a-z]", r"(?i)[^M]odel", r"(?i)[^m]", r"(?i)M[^O]", r"(?i)[M-N]ODEL\.L[^b]",
 ]  # fmt: skip
 
 

@@ -297,13 +297,13 @@ def _char_test(op: Any, av: Any, flags: int) -> Any:
             return c.isalnum() or c == "_"
         raise _Unsupported(f"the class {name}")
 
-    if op is _C.LITERAL:
-        base = lambda c: ord(c) == av  # noqa: E731
-    elif op is _C.NOT_LITERAL:
-        base = lambda c: ord(c) != av  # noqa: E731
-    elif op is _C.ANY:
+    negate = False  # a negated atom is the complement of the positive test's case variants
+    if op is _C.ANY:
         dotall = bool(flags & re.DOTALL)
-        base = lambda c: dotall or c != "\n"  # noqa: E731
+        return lambda c: dotall or c != "\n"
+    if op in (_C.LITERAL, _C.NOT_LITERAL):
+        negate = op is _C.NOT_LITERAL
+        hit = lambda c: ord(c) == av  # noqa: E731
     elif op is _C.IN:
         negate = any(item_op is _C.NEGATE for item_op, _ in av)
         items = [(item_op, item) for item_op, item in av if item_op is not _C.NEGATE]
@@ -311,22 +311,21 @@ def _char_test(op: Any, av: Any, flags: int) -> Any:
             if item_op not in (_C.LITERAL, _C.NOT_LITERAL, _C.RANGE, _C.CATEGORY):
                 raise _Unsupported(f"the set item {item_op}")
 
-        def base(c: str) -> bool:
+        def hit(c: str) -> bool:
             o = ord(c)
-            hit = any(
+            return any(
                 (item_op is _C.LITERAL and o == item)
                 or (item_op is _C.NOT_LITERAL and o != item)
                 or (item_op is _C.RANGE and item[0] <= o <= item[1])
                 or (item_op is _C.CATEGORY and category(item, c))
                 for item_op, item in items
             )
-            return hit != negate
 
     else:  # pragma: no cover - callers pass the four above
         raise _Unsupported(str(op))
-    if flags & re.IGNORECASE:
-        return lambda c: base(c) or base(c.lower()) or base(c.upper())
-    return base
+    if flags & re.IGNORECASE:  # as sre: the character, its lower and its upper case
+        return lambda c: (hit(c) or hit(c.lower()) or hit(c.upper())) != negate
+    return lambda c: hit(c) != negate
 
 
 class _Nfa:
