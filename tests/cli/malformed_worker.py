@@ -25,7 +25,14 @@ def main() -> None:
         crash = None
         if result.exception is not None and not isinstance(result.exception, SystemExit):
             crash = "".join(traceback.format_exception(result.exception))[-2000:]
-        results.append({"code": result.exit_code, "stderr": result.stderr, "crash": crash})
+        results.append(
+            {
+                "code": result.exit_code,
+                "stdout": result.stdout,
+                "stderr": result.stderr,
+                "crash": crash,
+            }
+        )
     json.dump(results, sys.stdout)
 
 

@@ -582,6 +582,139 @@ VALUE_CASES: dict[str, tuple[str, Callable[[Target], str], str, tuple[str, ...]]
         "num_experts_per_tok",
         ("between 1 and the 8 experts",),
     ),
+    "config-kept-list-over-int32-layers": (
+        "plan-model-config",
+        lambda t: _yaml(
+            {
+                **t.base(),
+                "num_hidden_layers": 2**31 - 1,
+                "quantization_config": {"quant_method": "fp8", "ignored_layers": ["lm_head"]},
+            }
+        ),
+        "quantization_config.ignored_layers",
+        ("linear modules",),
+    ),
+    # quantization_config's unconverted-modules lists (plan/model_config.py `_kept_entries`)
+    **{
+        f"config-kept-{name}": (
+            "plan-model-config",
+            _with(("quantization_config",), q),
+            f"quantization_config.{field}",
+            more,
+        )
+        for name, (q, field, more) in {
+            "awq-string": (
+                {"quant_method": "awq", "bits": 4, "modules_to_not_convert": "lm_head"},
+                "modules_to_not_convert",
+                ("expected a list",),
+            ),
+            "awq-mapping": (
+                {"quant_method": "awq", "bits": 4, "modules_to_not_convert": {"a": 1}},
+                "modules_to_not_convert",
+                ("expected a list",),
+            ),
+            "ignore-ints": (
+                {"quant_method": "compressed-tensors", "ignore": [1, 2]},
+                "ignore",
+                ("not a module name",),
+            ),
+            "ignore-nested": (
+                {"quant_method": "compressed-tensors", "ignore": [["lm_head"]]},
+                "ignore",
+                ("not a module name",),
+            ),
+            "ignore-null": (
+                {"quant_method": "compressed-tensors", "ignore": ["lm_head", None]},
+                "ignore",
+                ("(entry 1)",),
+            ),
+            "fp8-empty-name": (
+                {"quant_method": "fp8", "ignored_layers": ["", "lm_head"]},
+                "ignored_layers",
+                ("not a module name",),
+            ),
+            "bnb-number": (
+                {"quant_method": "bitsandbytes", "llm_int8_skip_modules": 5},
+                "llm_int8_skip_modules",
+                ("expected a list",),
+            ),
+            "fbgemm-bools": (
+                {"quant_method": "fbgemm_fp8", "modules_to_not_convert": [True]},
+                "modules_to_not_convert",
+                ("not a module name",),
+            ),
+            "regex-invalid": (
+                {"quant_method": "compressed-tensors", "ignore": ["re:(unclosed"]},
+                "ignore",
+                ("not a regular expression",),
+            ),
+            "regex-repeat-past-limit": (
+                {"quant_method": "compressed-tensors", "ignore": ["re:a{4294967295}"]},
+                "ignore",
+                ("not a regular expression",),
+            ),
+            "regex-nested-too-deep": (
+                {"quant_method": "compressed-tensors", "ignore": ["re:" + "(" * 5000 + ")" * 5000]},
+                "ignore",
+                ("characters)",),  # the entry is cut short, not echoed whole
+            ),
+            "regex-lookbehind": (
+                {"quant_method": "compressed-tensors", "ignore": ["re:(?<=mlp)\\.down_proj"]},
+                "ignore",
+                ("lookaround",),
+            ),
+            "regex-backreference": (
+                {"quant_method": "compressed-tensors", "ignore": ["re:(a)\\1"]},
+                "ignore",
+                ("back-reference",),
+            ),
+            "regex-expands-past-states": (
+                {"quant_method": "compressed-tensors", "ignore": ["re:(a{1000}){1000}"]},
+                "ignore",
+                ("states",),
+            ),
+            "gptq-dynamic-list": (
+                {"quant_method": "gptq", "bits": 4, "dynamic": ["-:lm_head"]},
+                "dynamic",
+                ("expected an object",),
+            ),
+            "gptq-dynamic-null-key": (
+                {"quant_method": "gptq", "bits": 4, "dynamic": {None: {}}},
+                "dynamic",
+                ("key None",),
+            ),
+            "compressed-null-first": (
+                {"quant_method": "compressed-tensors", "ignore": [None]},
+                "ignore",
+                ("None is not a module name (entry 0)",),
+            ),
+            "gptq-dynamic-int-key": (
+                {"quant_method": "gptq", "bits": 4, "dynamic": {1: {}}},
+                "dynamic",
+                ("key",),
+            ),
+            "gptq-dynamic-override-number": (
+                {"quant_method": "gptq", "bits": 4, "dynamic": {"+:.*mlp.*": 8}},
+                "dynamic['+:.*mlp.*']",
+                ("overrides",),
+            ),
+            "gptq-dynamic-bad-regex": (
+                {"quant_method": "gptq", "bits": 4, "dynamic": {"-:*": {}}},
+                "dynamic",
+                ("not a regular expression",),
+            ),
+            "gptq-dynamic-atomic": (
+                {"quant_method": "gptq_marlin", "bits": 4, "dynamic": {"-:(?>lm)_head": {}}},
+                "dynamic",
+                ("atomic group",),
+            ),
+            "awq-long-string": (
+                {"quant_method": "awq", "bits": 4, "modules_to_not_convert": "x" * 100_000},
+                "modules_to_not_convert",
+                ("100,002 characters",),
+            ),
+        }.items()
+    },
 }
 
 

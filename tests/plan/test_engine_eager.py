@@ -204,6 +204,8 @@ def test_plan_cuda_graph_max_bs_is_sglang_s() -> None:
     code, out, err = plan("--engine", "vllm", "--cuda-graph-max-bs", "64")
     assert code == 2 and "--engine sglang" in err, (code, out, err)
     code, out, err = plan("--engine", "sglang", "--cuda-graph-max-bs", "0")
+    assert code == 2 and "--enforce-eager" in err, (code, out, err)  # 0 is unset to SGLang
+    code, out, err = plan("--engine", "sglang", "--enforce-eager")
     assert code in (0, 1), err
     no_graphs = json.loads(out)["engine"]["idleTpotP50Seconds"]
     code, out, err = plan("--engine", "sglang")

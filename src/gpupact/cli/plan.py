@@ -292,6 +292,14 @@ def _engine(
 ) -> EngineSettings:
     if fraction is not None and not (math.isfinite(fraction) and 0 < fraction <= 1):
         raise InputError(f"--gpu-memory-utilization: expected a share in (0, 1], got {fraction}")
+    if graph_bs == 0:
+        # SGLang tests it for truth (python/sglang/srt/model_executor/cuda_graph_runner.py,
+        # get_batch_sizes_to_capture: `if server_args.cuda_graph_max_bs:`), so 0 captures the
+        # default sizes rather than none
+        raise InputError(
+            "--cuda-graph-max-bs: 0 is unset to SGLang (it captures its default batch sizes); "
+            "for no CUDA graphs give --enforce-eager (SGLang's --disable-cuda-graph)"
+        )
     return GraphSettings(engine, fraction, seqs, tokens, eager, graph_bs)
 
 

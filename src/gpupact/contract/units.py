@@ -231,6 +231,12 @@ class Sharing:
         return "exclusive"
 
 
+# the most time-slicing replicas of one GPU the twin models (cluster/devices.py
+# MAX_GPU_REPLICAS, which a test holds equal): a pool of more would plan 1/k of an engine's
+# memory (a vLLM gpu_memory_utilization of 0.9/k) and fail in the twin instead of here
+MAX_TIMESLICE_REPLICAS = 1024
+
+
 def parse_sharing(value: Any) -> Sharing:
     if isinstance(value, Sharing):
         return value
@@ -247,8 +253,14 @@ def parse_sharing(value: Any) -> Sharing:
     if mode == "timeslice":
         if not arg:
             raise ValueError("timeslice needs a replica count, e.g. 'timeslice:4'")
-        if not arg.isdigit() or int(arg) < 2:
+        if not arg.isdigit() or (len(arg.lstrip("0")) <= 4 and int(arg) < 2):
             raise ValueError(f"time-slice replicas must be a whole number >= 2, got {arg!r}")
+        if len(arg.lstrip("0")) > 4 or int(arg) > MAX_TIMESLICE_REPLICAS:
+            # plan divides the engine's memory by it and the twin sizes device arrays with it
+            shown = arg if len(arg) <= 12 else f"{arg[:8]}... ({len(arg):,} digits)"
+            raise ValueError(
+                f"time-slice replicas must be at most {MAX_TIMESLICE_REPLICAS} a GPU, got {shown}"
+            )
         return Sharing("timeslice", replicas=int(arg))
     raise ValueError(f"{hint}, got {value!r}")
 

@@ -176,6 +176,7 @@ _CONTRACT_FIELDS = {
     "vocab": "vocab",
     "experts_per_token": "expertsPerToken",
     "dense_layers": "denseLayers",
+    "layers": "layers",
 }
 
 

@@ -13,8 +13,11 @@ vLLM matches it (plan.models.KEPT_MATCHES): fbgemm_fp8 `modules_to_not_convert` 
 whole name or `re:` regex, AWQ `modules_to_not_convert` by substring, bitsandbytes
 `llm_int8_skip_modules` by dotted component or leading path, GPTQ `dynamic` keys `-:<regex>` by
 regex. A list that is not a list of strings, or a regex that does not compile, is an InputError
-at the field; an entry that names no module of the architecture changes nothing and is reported
-(`kept_notes`): a vision tower's modules are not planned.
+at the field. Which names an entry matches is computed once per model, without backtracking
+(see "matching an unconverted-modules list" below): no pattern or list length can hang plan,
+and what that matcher cannot run, or a list past its step budget, is an InputError too. An
+entry that names no module of the architecture changes nothing and is reported (`kept_notes`):
+a vision tower's modules are not planned.
 """
 
 from __future__ import annotations
@@ -22,15 +25,23 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
+from re import _constants as _C  # the parse of a pattern, as re compiles it
+from re import _parser as _P
 from typing import Any
 
 from gpupact.contract.schema import INT32_MAX, Quantization
 from gpupact.errors import InputError
-from gpupact.plan.models import KeptModules, ModelArch, kept_pattern_matches
+from gpupact.plan.models import KeptModules, ModelArch
 from gpupact.plan.weights import layer_modules
 from gpupact.source import parse_documents, read_text
 
 MAX_CONFIG_BYTES = 4 * 2**20
+
+
+def _shown(value: Any) -> str:
+    """`value` as an error line quotes it: a config's 4 MiB string is not echoed whole."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text):,} characters)"
 
 
 def _int(data: dict[str, Any], key: str, where: str, default: int | None = None) -> int:
@@ -40,7 +51,7 @@ def _int(data: dict[str, Any], key: str, where: str, default: int | None = None)
             return default
         raise InputError(f"{where}: {key}: missing (a positive integer is needed)")
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InputError(f"{where}: {key}: expected a non-negative integer, got {value!r}")
+        raise InputError(f"{where}: {key}: expected a non-negative integer, got {_shown(value)}")
     if value > INT32_MAX:  # as the contract's architecture fields: transformers' are int32 too
         raise InputError(f"{where}: {key}: more than {INT32_MAX}, no model's size")
     return value
@@ -58,6 +69,7 @@ _NAMES = {
     "vocab": ("vocab_size", "--vocab"),
     "experts_per_token": ("num_experts_per_tok", "--experts-per-token"),
     "dense_layers": ("first_k_dense_replace", "--layers"),
+    "layers": ("num_hidden_layers", "--layers"),
 }
 
 
@@ -81,6 +93,10 @@ def arch_problem(arch: ModelArch) -> tuple[str, str] | None:
         return "experts_per_token", (
             f"{arch.experts_per_token}: between 1 and the {arch.experts} experts"
         )
+    if arch.kept is not None:  # weights.kept_layers weighs each layer's modules
+        problem = _module_count_problem(arch)
+        if problem is not None:
+            return "layers", problem
     return None
 
 
@@ -154,11 +170,27 @@ def _kept_entries(
         if not isinstance(dynamic, dict):
             raise InputError(
                 f"{where('dynamic')}: quantization_config.dynamic: expected an object of "
-                f"module regexes, got {dynamic!r}"
+                f"module regexes, got {_shown(dynamic)}"
             )
-        bad = next((k for k in dynamic if not isinstance(k, str)), None)
-        if bad is not None:
-            raise InputError(f"{where('dynamic')}: quantization_config.dynamic: key {bad!r}")
+        bad = [k for k in dynamic if not isinstance(k, str)]  # a null key is one too
+        if bad:
+            raise InputError(
+                f"{where('dynamic')}: quantization_config.dynamic: key {_shown(bad[0])} is not "
+                "a module regex"
+            )
+        # vLLM reads a positive key's value as a dict of overrides (.get(key, default)), and a
+        # negative key's not at all (get_dynamic_override in
+        # https://github.com/vllm-project/vllm/blob/main/vllm/model_executor/layers/
+        # quantization/utils/gptq_utils.py): another value fails the server's load
+        odd = next(
+            (k for k, v in dynamic.items() if not k.startswith("-:") and not isinstance(v, dict)),
+            None,
+        )
+        if odd is not None:
+            raise InputError(
+                f"{where('dynamic')}: quantization_config.dynamic[{_shown(odd)}]: expected an "
+                f"object of overrides (bits, group_size, ...), got {_shown(dynamic[odd])}"
+            )
         negative = tuple(k[2:] for k in dynamic if k.startswith("-:"))
         return ("dynamic", negative, "regex") if negative else None
     if method not in _KEPT_FIELDS:
@@ -171,11 +203,15 @@ def _kept_entries(
     if not isinstance(entries, list):
         raise InputError(
             f"{where(key)}: quantization_config.{key}: expected a list of module names, got "
-            f"{entries!r}"
+            f"{_shown(entries)}"
         )
-    bad = next((e for e in entries if not isinstance(e, str) or not e), None)
-    if bad is not None:
-        raise InputError(f"{where(key)}: quantization_config.{key}: {bad!r} is not a module name")
+    # by index: a null entry is the bad one, not "none found"
+    at = next((i for i, e in enumerate(entries) if not isinstance(e, str) or not e), None)
+    if at is not None:
+        raise InputError(
+            f"{where(key)}: quantization_config.{key}: {_shown(entries[at])} is not a module "
+            f"name (entry {at})"
+        )
     return key, tuple(entries), match
 
 
@@ -186,34 +222,348 @@ def _check_regexes(key: str, entries: tuple[str, ...], match: str, where: Any) -
             continue
         try:
             re.compile(pattern)
-        except re.error as err:
+        except (re.error, OverflowError, RecursionError) as err:
+            reason = "nested too deep" if isinstance(err, RecursionError) else str(err)
             raise InputError(
-                f"{where(key)}: quantization_config.{key}: {entry!r} is not a regular "
-                f"expression ({err})"
+                f"{where(key)}: quantization_config.{key}: {_shown(entry)} is not a regular "
+                f"expression ({reason})"
             ) from None
 
 
-def _unmatched(arch: ModelArch, kept: KeptModules) -> tuple[str, ...]:
-    """The entries of `kept` that name none of `arch`'s modules."""
+# --- matching an unconverted-modules list without backtracking ---------------------------------
+#
+# vLLM matches these entries with Python's re (backtracking): a config.json's pattern such as
+# "(.+)+z" takes exponential time on a module name, and a list of 100,000 patterns against a
+# large MoE's ~50,000 module names takes hours. plan computes, once per model, which module
+# names each entry names, with the same answers as re.match (a prefix match from the name's
+# first character), by a Thompson NFA built from the pattern's parse (re._parser) and run as
+# a lazily built DFA over a trie of the names: linear in the names' characters, whatever the
+# pattern. Constructs a DFA cannot run (back-references, lookarounds, \b, atomic groups,
+# possessive repeats, conditionals) are refused, and so is a list whose matching would take
+# more than MATCH_BUDGET steps (counted, not timed: the same file always gets the same answer).
+
+MATCH_BUDGET = 20_000_000  # trie steps + NFA states visited + substring characters scanned
+MAX_NFA_STATES = 20_000  # one pattern's NFA (a{1000}{1000} expands to a million)
+# a substring entry is looked for in all the names at once (C's str.find): a character
+# scanned is counted as 1/SUBSTRING_SCAN_WEIGHT of a step of the Python-run DFA
+SUBSTRING_SCAN_WEIGHT = 100
+
+
+_UNSUPPORTED = {
+    "ASSERT": "a lookaround",
+    "ASSERT_NOT": "a negative lookaround",
+    "GROUPREF": "a back-reference",
+    "GROUPREF_EXISTS": "a conditional group",
+    "ATOMIC_GROUP": "an atomic group",
+    "POSSESSIVE_REPEAT": "a possessive repeat",
+    "AT_BOUNDARY": "\\b",
+    "AT_NON_BOUNDARY": "\\B",
+}
+
+
+class _Unsupported(Exception):
+    """A pattern this matcher cannot run (the reason)."""
+
+
+class _Budget:
+    def __init__(self, limit: int = MATCH_BUDGET) -> None:
+        self.left = limit
+
+    def spend(self, n: int) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise _Unsupported("over budget")
+
+
+def _char_test(op: Any, av: Any, flags: int) -> Any:
+    """A predicate on one character for one parsed atom (LITERAL, NOT_LITERAL, ANY, IN)."""
+    ascii_only = bool(flags & re.ASCII)
+
+    def category(cat: Any, c: str) -> bool:
+        name = str(cat)
+        if ascii_only and not c.isascii():
+            return name.startswith("CATEGORY_NOT")
+        if name.endswith("NOT_DIGIT"):
+            return not c.isdecimal()
+        if name.endswith("DIGIT"):
+            return c.isdecimal()
+        if name.endswith("NOT_SPACE"):
+            return not c.isspace()
+        if name.endswith("SPACE"):
+            return c.isspace()
+        if name.endswith("NOT_WORD"):
+            return not (c.isalnum() or c == "_")
+        if name.endswith("WORD"):
+            return c.isalnum() or c == "_"
+        raise _Unsupported(f"the class {name}")
+
+    negate = False  # a negated atom is the complement of the positive test's case variants
+    if op is _C.ANY:
+        dotall = bool(flags & re.DOTALL)
+        return lambda c: dotall or c != "\n"
+    if op in (_C.LITERAL, _C.NOT_LITERAL):
+        negate = op is _C.NOT_LITERAL
+        hit = lambda c: ord(c) == av  # noqa: E731
+    elif op is _C.IN:
+        negate = any(item_op is _C.NEGATE for item_op, _ in av)
+        items = [(item_op, item) for item_op, item in av if item_op is not _C.NEGATE]
+        for item_op, _ in items:
+            if item_op not in (_C.LITERAL, _C.NOT_LITERAL, _C.RANGE, _C.CATEGORY):
+                raise _Unsupported(f"the set item {item_op}")
+
+        def hit(c: str) -> bool:
+            o = ord(c)
+            return any(
+                (item_op is _C.LITERAL and o == item)
+                or (item_op is _C.NOT_LITERAL and o != item)
+                or (item_op is _C.RANGE and item[0] <= o <= item[1])
+                or (item_op is _C.CATEGORY and category(item, c))
+                for item_op, item in items
+            )
+
+    else:  # pragma: no cover - callers pass the four above
+        raise _Unsupported(str(op))
+    if flags & re.IGNORECASE:  # as sre: the character, its lower and its upper case
+        return lambda c: (hit(c) or hit(c.lower()) or hit(c.upper())) != negate
+    return lambda c: hit(c) != negate
+
+
+class _Nfa:
+    """Thompson NFA: per state ('char', test, next) | ('split', nexts) | ('begin'|'end', next)
+    | ('accept',)."""
+
+    def __init__(self, pattern: str) -> None:
+        parsed = _P.parse(pattern, 0)
+        self.states: list[list[Any]] = [["accept"]]
+        self.start = self._seq(list(parsed), 0, parsed.state.flags)
+
+    def _new(self, state: list[Any]) -> int:
+        if len(self.states) >= MAX_NFA_STATES:
+            raise _Unsupported(f"more than {MAX_NFA_STATES} states once its repeats are expanded")
+        self.states.append(state)
+        return len(self.states) - 1
+
+    def _seq(self, items: list[Any], nxt: int, flags: int) -> int:
+        for op, av in reversed(items):
+            nxt = self._item(op, av, nxt, flags)
+        return nxt
+
+    def _item(self, op: Any, av: Any, nxt: int, flags: int) -> int:
+        if op in (_C.LITERAL, _C.NOT_LITERAL, _C.ANY, _C.IN):
+            return self._new(["char", _char_test(op, av, flags), nxt])
+        if op is _C.BRANCH:
+            return self._new(["split", [self._seq(list(alt), nxt, flags) for alt in av[1]]])
+        if op is _C.SUBPATTERN:
+            _group, add, remove, sub = av
+            return self._seq(list(sub), nxt, (flags | add) & ~remove)
+        if op in (_C.MAX_REPEAT, _C.MIN_REPEAT):  # greedy or lazy: the same yes/no
+            low, high, sub = av
+            cur = nxt
+            if high == _C.MAXREPEAT:
+                loop = self._new(["split", []])
+                loop_state = self.states[loop]
+                loop_state[1] = [self._seq(list(sub), loop, flags), nxt]
+                cur = loop
+            else:
+                for _ in range(high - low):
+                    cur = self._new(["split", [self._seq(list(sub), cur, flags), nxt]])
+            for _ in range(low):
+                cur = self._seq(list(sub), cur, flags)
+            return cur
+        if op is _C.AT:
+            if av in (_C.AT_BEGINNING, _C.AT_BEGINNING_STRING):
+                return self._new(["begin", nxt])
+            if av in (_C.AT_END, _C.AT_END_STRING):  # module names hold no newline
+                return self._new(["end", nxt])
+        name = str(av if op is _C.AT else op)
+        raise _Unsupported(_UNSUPPORTED.get(name, name.lower()))
+
+
+class _Dfa:
+    """`_Nfa` run as a DFA built as the names need it; a state is a frozenset of NFA states
+    (after following every empty move that does not need the name's end)."""
+
+    def __init__(self, nfa: _Nfa, budget: _Budget) -> None:
+        self.nfa, self.budget = nfa, budget
+        self.moves: dict[tuple[frozenset[int], str], frozenset[int]] = {}
+        self.ends: dict[frozenset[int], bool] = {}
+        self.start = self._closure([nfa.start], at_start=True)
+
+    def _closure(self, seeds: Any, *, at_start: bool, at_end: bool = False) -> frozenset[int]:
+        seen: set[int] = set()
+        stack = list(seeds)
+        while stack:
+            s = stack.pop()
+            if s in seen:
+                continue
+            seen.add(s)
+            state = self.nfa.states[s]
+            kind = state[0]
+            if kind == "split":
+                stack.extend(state[1])
+            elif (kind == "begin" and at_start) or (kind == "end" and at_end):
+                stack.append(state[1])
+        self.budget.spend(len(seen) + 1)
+        return frozenset(seen)
+
+    def step(self, d: frozenset[int], c: str) -> frozenset[int]:
+        key = (d, c)
+        out = self.moves.get(key)
+        if out is None:
+            states = self.nfa.states
+            nxt = [states[s][2] for s in d if states[s][0] == "char" and states[s][1](c)]
+            out = self._closure(nxt, at_start=False)
+            self.moves[key] = out
+        return out
+
+    def accepts_at_end(self, d: frozenset[int]) -> bool:
+        if d not in self.ends:
+            self.ends[d] = 0 in self._closure(d, at_start=False, at_end=True)
+        return self.ends[d]
+
+
+def _trie(names: Any) -> dict[str, Any]:
+    """The names as a trie of characters; "" keys a node's name when one ends there."""
+    root: dict[str, Any] = {}
+    for name in names:
+        node = root
+        for c in name:
+            node = node.setdefault(c, {})
+        node[""] = name
+    return root
+
+
+def _below(node: dict[str, Any], budget: _Budget) -> list[str]:
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        budget.spend(1)
+        for c, child in n.items():
+            if c == "":
+                out.append(child)
+            else:
+                stack.append(child)
+    return out
+
+
+def _regex_names(pattern: str, trie: dict[str, Any], budget: _Budget) -> list[str]:
+    """The names of `trie` that re.match(pattern, name) matches."""
+    dfa = _Dfa(_Nfa(pattern), budget)
+    out: list[str] = []
+    stack = [(trie, dfa.start)]
+    while stack:
+        node, d = stack.pop()
+        budget.spend(1)
+        if not d:
+            continue
+        if 0 in d:  # matched a prefix: every name below matches
+            out.extend(_below(node, budget))
+            continue
+        for c, child in node.items():
+            if c == "":
+                if dfa.accepts_at_end(d):
+                    out.append(child)
+            else:
+                stack.append((child, dfa.step(d, c)))
+    return out
+
+
+def _module_names(arch: ModelArch) -> set[str]:
+    """Every module name an entry may name: the linear modules, routers and 16-bit parts."""
     names = set(_SIXTEEN_BIT_NAMES)
     for layer in range(arch.layers):
         names.update(layer_modules(arch, layer).values())
         if arch.moe and layer >= arch.dense_layers:
             names.add(f"model.layers.{layer}.{arch.moe_module}.gate")  # the router
-    paths = set()  # every dotted component and leading path, for bitsandbytes' rule
-    for name in names:
-        parts = name.split(".")
-        paths.update(parts)
-        paths.update(".".join(parts[: i + 1]) for i in range(len(parts)))
+    return names
 
-    def names_one(p: str) -> bool:
-        if kept.match == "component":
-            return p in paths
-        if kept.match == "exact" or (kept.match == "exact-or-regex" and not p.startswith("re:")):
-            return p in names
-        return any(kept_pattern_matches(kept.match, p, n) for n in names)
 
-    return tuple(p for p in kept.patterns if not names_one(p))
+# the most linear modules plan matches a list against, and weighs one by one: a layer count
+# given by flag or config.json beyond any model's would otherwise enumerate billions of names.
+# Real models stay below a tenth of it: Kimi-K2's 61 layers of 384 routed experts (three
+# projections each) hold ~70,000 (num_hidden_layers, n_routed_experts in
+# https://huggingface.co/moonshotai/Kimi-K2-Instruct/blob/main/config.json)
+MAX_MODULES = 1_000_000
+
+
+def _module_count_problem(arch: ModelArch) -> str | None:
+    dense = len(layer_modules(arch, 0)) if arch.dense_layers or not arch.moe else 0
+    moe = len(layer_modules(arch, arch.layers - 1)) if arch.moe else 0
+    moe_layers = arch.layers - arch.dense_layers if arch.moe else 0
+    count = (arch.layers - moe_layers) * dense + moe_layers * moe
+    if count <= MAX_MODULES:
+        return None
+    return (
+        f"{arch.layers:,} layers hold {count:,} linear modules, more than the "
+        f"{MAX_MODULES:,} plan weighs one by one against a list of unquantised modules"
+    )
+
+
+def _check_module_count(arch: ModelArch, at: str) -> None:
+    problem = _module_count_problem(arch)
+    if problem is not None:
+        raise InputError(f"{at}: the model's {problem}")
+
+
+def _resolved(arch: ModelArch, kept: KeptModules, at: str) -> KeptModules:
+    """`kept` with the entries that name none of `arch`'s modules (`unmatched`) and, for
+    substring and regex entries, the module names they match looked up rather than matched
+    again per module (`KeptModules.keeps` then finds them in its set of whole names)."""
+    _check_module_count(arch, at)
+    names = _module_names(arch)
+    if kept.match == "component":
+        paths = set()  # every dotted component and leading path, bitsandbytes' rule
+        for name in names:
+            parts = name.split(".")
+            paths.update(parts)
+            paths.update(".".join(parts[: i + 1]) for i in range(len(parts)))
+        return replace(kept, unmatched=tuple(p for p in kept.patterns if p not in paths))
+    budget, trie, ordered = _Budget(), None, sorted(names)
+    joined = "\n".join(ordered)
+    matched: set[str] = set()
+    empty: set[str] = set()
+    for entry in dict.fromkeys(kept.patterns):
+        if kept.match == "exact" or (
+            kept.match == "exact-or-regex" and not entry.startswith("re:")
+        ):
+            hits = [entry] if entry in names else []
+        else:
+            try:
+                if kept.match == "substring":
+                    budget.spend(len(joined) // SUBSTRING_SCAN_WEIGHT + 1)
+                    hits = []
+                    if entry in joined:
+                        budget.spend(len(ordered))
+                        hits = [n for n in ordered if entry in n]
+                else:
+                    trie = trie if trie is not None else _trie(ordered)
+                    pattern = entry[3:] if kept.match == "exact-or-regex" else entry
+                    hits = _regex_names(pattern, trie, budget)
+            except RecursionError:
+                raise InputError(f"{at}: {_shown(entry)}: nested too deep to match") from None
+            except _Unsupported as err:
+                if budget.left < 0:
+                    raise InputError(
+                        f"{at}: matching its {len(kept.patterns):,} entries against the "
+                        f"model's {len(names):,} module names takes more than plan's "
+                        f"{MATCH_BUDGET:,} steps; list whole module names instead"
+                    ) from None
+                raise InputError(
+                    f"{at}: {_shown(entry)}: plan cannot match {err} (it matches patterns without "
+                    "backtracking, so that none can hang it)"
+                ) from None
+        if hits:
+            matched.update(hits)
+        else:
+            empty.add(entry)
+    out = replace(kept, unmatched=tuple(p for p in kept.patterns if p in empty))
+    if kept.match != "exact":
+        whole = {
+            p for p in kept.patterns if kept.match == "exact-or-regex" and not p.startswith("re:")
+        }
+        object.__setattr__(out, "_names", frozenset(whole | matched))
+        object.__setattr__(out, "_rest", ())
+    return out
 
 
 def kept_notes(arch: ModelArch) -> list[str]:
@@ -241,8 +591,7 @@ def _with_kept(arch: ModelArch, data: dict[str, Any], path: str, where: Any) -> 
     key, entries, match = found
     _check_regexes(key, entries, match, where)
     kept = KeptModules(entries, match, f"{path}: quantization_config.{key}")
-    unmatched = _unmatched(arch, kept)
-    return replace(arch, kept=replace(kept, unmatched=unmatched))
+    return replace(arch, kept=_resolved(arch, kept, f"{where(key)}: quantization_config.{key}"))
 
 
 def read_model_config(path: str) -> tuple[ModelArch, Quantization | None]:
@@ -258,7 +607,7 @@ def read_model_config(path: str) -> tuple[ModelArch, Quantization | None]:
     odd = next((key for key in data if not isinstance(key, str)), None)
     if odd is not None:  # YAML can write one; no config.json has it
         line, column = docs[0].locate([odd]) or (1, 1)
-        raise InputError(f"{path}:{line}:{column}: {odd!r}: expected string keys")
+        raise InputError(f"{path}:{line}:{column}: {_shown(odd)}: expected string keys")
     if isinstance(data.get("text_config"), dict):  # multimodal wrappers keep the LM inside
         data = {**data, **data["text_config"]}
 
@@ -321,7 +670,17 @@ ARCH_FLAGS = (
 def with_flags(arch: ModelArch, **flags: int | None) -> ModelArch:
     """`arch` with the architecture fields the user gave by flag."""
     given = {k: v for k, v in flags.items() if v is not None}
-    return replace(arch, **given) if given else arch
+    if not given:
+        return arch
+    out = replace(arch, **given)
+    if (
+        out.kept is not None
+        and out.kept.match not in ("exact", "component")
+        and _module_count_problem(out) is None  # else arch_problem refuses it, located
+    ):
+        # the names a pattern matched were looked up for the config's own architecture
+        out = replace(out, kept=_resolved(out, out.kept, out.kept.source))
+    return out
 
 
 def arch_from_flags(name: str, **flags: int | None) -> ModelArch:
