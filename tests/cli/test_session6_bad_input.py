@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from gpupact.contract.units import MAX_TIMESLICE_REPLICAS
-from gpupact.plan.model_config import MATCH_BUDGET, _Budget, _regex_names, _trie
+from gpupact.plan.name_patterns import MATCH_BUDGET, Budget, regex_names, trie_of
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_malformed_corpus import run_batch
@@ -321,7 +321,7 @@ PATTERNS = [
 def test_the_matcher_answers_as_re_match(pattern: str) -> None:
     """vLLM's re.match (a prefix match from the name's start), name by name."""
     want = sorted(n for n in NAMES if re.match(pattern, n))
-    assert sorted(_regex_names(pattern, _trie(NAMES), _Budget())) == want
+    assert sorted(regex_names(pattern, trie_of(NAMES), Budget())) == want
 
 
 # --- time-sliced pools -----------------------------------------------------------------------
