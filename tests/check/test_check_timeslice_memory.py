@@ -145,3 +145,24 @@ def test_an_exclusive_pool_compiles_no_memory_share() -> None:
     )
     names = [e["name"] for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]]
     assert "GPU_MEMORY_UTILIZATION" not in names
+
+
+def max_context_hits(report: dict[str, Any]) -> list[dict[str, Any]]:
+    return [f for f in report["findings"] if f["rule"] == "model-max-context"]
+
+
+def test_no_context_length_means_the_model_maximum_which_must_fit(tmp_path: Path) -> None:
+    """Without contextLength vLLM takes the model's own maximum (Llama-3.1-8B: 131,072) as
+    max_model_len and does not start when one such request does not fit its KV cache: on a
+    GPU shared four ways it has ~16k tokens, on a GPU of its own ~450k."""
+    shared = contract("timeslice:4", LLAMA_8B)
+    del shared["services"][0]["contextLength"]
+    _code, report = check(tmp_path, shared)
+    (hit,) = max_context_hits(report)
+    assert hit["severity"] == "warning" and hit["path"] == "services[0]"
+    assert "vLLM takes llama-3.1-8b's maximum (131,072 tokens)" in hit["message"]
+    assert "set contextLength" in hit["fix"]
+    alone = contract("exclusive", LLAMA_8B)
+    del alone["services"][0]["contextLength"], alone["services"][0]["loadTest"]
+    assert max_context_hits(check(tmp_path, alone)[1]) == []
+    assert max_context_hits(check(tmp_path, contract("timeslice:4", LLAMA_8B))[1]) == []

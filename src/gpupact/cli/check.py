@@ -42,6 +42,7 @@ def check_command(
     loaded = load_contract(path)
     findings = check(loaded.contract, moment) + unknown_model_findings(loaded.contract)
     findings += timeslice_memory_findings(loaded.contract)
+    findings += max_context_findings(loaded.contract)
     if not any(f.severity is Severity.error for f in findings):
         findings += compile_refusals(loaded.contract, moment)
     report = check_report(loaded, findings, moment)
@@ -112,6 +113,32 @@ def timeslice_memory_findings(contract: Contract) -> list[Finding]:
             out.append(
                 Finding("timeslice-memory", Severity.error, ("services", i), subject, message, fix)
             )
+    return out
+
+
+def max_context_findings(contract: Contract) -> list[Finding]:
+    """Services without contextLength whose replica's KV cache cannot hold one request of the
+    model's own maximum, which vLLM takes when compile passes no MAX_MODEL_LEN
+    (plan/serving.py `max_context_problem`): the pods would not start, where plan and the twin
+    size for the profile's p95 request. Unknown models are left to unknown-model."""
+    if all(s.context_length is not None or s.model is None for s in contract.services):
+        return []  # (plan's engine model is not even imported)
+    from gpupact.plan.from_contract import model_problem
+    from gpupact.plan.serving import max_context_problem
+
+    out = []
+    for i, service in enumerate(contract.services):
+        if service.model is None or model_problem(service) is not None:
+            continue
+        message = max_context_problem(contract, service)
+        if message is not None:
+            fix = "set contextLength to the longest request the service takes"
+            out.append(
+                Finding(
+                    "model-max-context", Severity.warning, ("services", i),
+                    f"service/{service.name}", message, fix,
+                )
+            )  # fmt: skip
     return out
 
 

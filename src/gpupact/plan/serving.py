@@ -127,3 +127,25 @@ def timeslice_memory_problem(contract: Contract, service: Service) -> str | None
         + " (the replica does not start: vLLM refuses a budget above the free memory or a KV "
         "cache smaller than one request)"
     )
+
+
+def max_context_problem(contract: Contract, service: Service) -> str | None:
+    """Why a replica of a service without `contextLength` would not start (None: it would,
+    or the model's own maximum is unknown): compile then passes no MAX_MODEL_LEN, vLLM takes
+    the model's max_position_embeddings as max_model_len and refuses a KV cache smaller than
+    one request of it (vllm/v1/core/kv_cache_utils.py, check_enough_kv_cache_memory). plan
+    and the twin size such a service for its profile's p95 prompt + completion instead."""
+    if service.context_length is not None:
+        return None
+    workload = workload_for_service(contract, service)
+    longest = workload.model.max_context
+    if longest <= 0:
+        return None
+    kv_tokens = estimate_replica(workload, service.tensor_parallel).memory.kv_tokens
+    if kv_tokens >= longest:
+        return None
+    return (
+        f"no contextLength: compile passes no MAX_MODEL_LEN, so vLLM takes {workload.model.name}'s "
+        f"maximum ({longest:,} tokens) and does not start with the {kv_tokens:,} tokens of KV "
+        f"cache a replica of tensorParallel {service.tensor_parallel} has"
+    )
