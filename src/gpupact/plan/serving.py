@@ -141,8 +141,9 @@ def max_context_problem(contract: Contract, service: Service) -> str | None:
     longest = workload.model.max_context
     if longest <= 0:
         return None
-    kv_tokens = estimate_replica(workload, service.tensor_parallel).memory.kv_tokens
-    if kv_tokens >= longest:
+    replica = estimate_replica(workload, service.tensor_parallel)
+    kv_tokens = replica.memory.kv_tokens
+    if kv_tokens >= longest or not replica.weights_fit:  # weights too large: said elsewhere
         return None
     return (
         f"no contextLength: compile passes no MAX_MODEL_LEN, so vLLM takes {workload.model.name}'s "
