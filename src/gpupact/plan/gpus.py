@@ -32,6 +32,9 @@ def _estimated(physical_gib: float, ecc: bool = False) -> int:
     return _gib(physical_gib * (15 / 16 if ecc else 1) - DRIVER_RESERVE)
 
 
+FP8_FORMATS = (Quantization.fp8, Quantization.fp8_channel, Quantization.fp8_block)
+
+
 @dataclass(frozen=True)
 class GpuModel:
     name: str  # catalogue key, e.g. "h100-80gb"
@@ -45,12 +48,16 @@ class GpuModel:
     memory_source: str = ""  # the log that reports `memory` ("" : estimated, see module doc)
     int8_tops: float | None = None  # dense int8 tensor TOPS (w8a8 kernels)
 
+    def runs_on_fp8_cores(self, quantization: Quantization) -> bool:
+        """fp8 weights on a GPU with fp8 tensor cores (elsewhere they are dequantised to 16
+        bits and run at that rate)."""
+        return quantization in FP8_FORMATS and self.fp8_tflops is not None
+
     def flops(self, quantization: Quantization) -> float:
         """Peak dense FLOP/s for matmuls in the weights' format. fp8 runs on fp8 tensor cores
         and w8a8 int8 on int8 ones where they exist; weight-only int4/nf4 kernels dequantise to
         16 bits, so prefill runs at the 16-bit rate (fp32 at half of it, via TF32)."""
-        fp8 = (Quantization.fp8, Quantization.fp8_channel, Quantization.fp8_block)
-        if quantization in fp8 and self.fp8_tflops is not None:
+        if self.runs_on_fp8_cores(quantization):
             return self.fp8_tflops * TERA
         if quantization is Quantization.int8 and self.int8_tops is not None:
             return self.int8_tops * TERA

@@ -21,7 +21,7 @@ from gpupact.contract.schema import Quantization
 from gpupact.plan.gpus import GpuModel
 from gpupact.plan.memory import ReplicaMemory
 from gpupact.plan.models import ModelArch
-from gpupact.plan.weights import gpu_weight_bytes
+from gpupact.plan.weights import weight_bytes
 
 # Fitted across the public measurements of tests/plan/measured/points.yaml (sources there;
 # errors per point in docs/plan-accuracy.md), one value for every model, GPU and engine:
@@ -51,14 +51,10 @@ def prefill_flops(model: ModelArch, tokens: float) -> float:
     return matmuls + attention
 
 
-FP8_FORMATS = (Quantization.fp8, Quantization.fp8_channel, Quantization.fp8_block)
-
-
 def prefill_mfu(gpu: GpuModel, weights: Quantization) -> float:
     """The share of `gpu.flops(weights)` a prefill sustains: fp8 weights on fp8 tensor cores
     have their own (a GPU without them runs fp8 weights at the 16-bit rate and share)."""
-    on_fp8_cores = weights in FP8_FORMATS and gpu.flops(weights) > gpu.flops(Quantization.bf16)
-    return FP8_PREFILL_MFU if on_fp8_cores else PREFILL_MFU
+    return FP8_PREFILL_MFU if gpu.runs_on_fp8_cores(weights) else PREFILL_MFU
 
 
 def replica_flops(gpu: GpuModel, weights: Quantization, tp: int, slowdown: float) -> float:
@@ -79,8 +75,8 @@ def kept_ratio(model: ModelArch, weights: Quantization) -> float:
     when nothing is kept. A step reads its weights in the format they are stored in."""
     if model.kept is None:
         return 1.0
-    whole = gpu_weight_bytes(replace(model, kept=None), weights, 1).total
-    return gpu_weight_bytes(model, weights, 1).total / whole if whole else 1.0
+    whole = weight_bytes(replace(model, kept=None), weights)
+    return weight_bytes(model, weights) / whole if whole else 1.0
 
 
 def weights_read_per_step(model: ModelArch, weights: Quantization, batch: int) -> int:

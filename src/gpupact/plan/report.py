@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gpupact.contract.schema import Quantization
 from gpupact.plan.capacity import ServicePlan
+from gpupact.plan.gpus import FP8_FORMATS
 from gpupact.plan.planner import ContractPlan
 
 
@@ -31,8 +31,7 @@ def notes(plan: ServicePlan) -> list[str]:
             f"sequences per replica capped at max_num_seqs ({seqs}); "
             f"the KV cache would hold {r.memory.kv_tokens // max(1, round(r.tokens_per_sequence))}"
         )
-    fp8 = (Quantization.fp8, Quantization.fp8_channel, Quantization.fp8_block)
-    if w.quantization in fp8 and w.gpu.fp8_tflops is None:
+    if w.quantization in FP8_FORMATS and not w.gpu.runs_on_fp8_cores(w.quantization):
         out.append(
             f"{w.gpu.name} has no fp8 tensor cores: fp8 weights are dequantised, prefill runs "
             f"at the 16-bit rate"
