@@ -6,6 +6,7 @@ or reference error printed, one line each, as `error: file:line:col: path: messa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,6 +16,7 @@ from rich.markup import escape
 from gpupact.cli.main import EXIT_FINDINGS, EXIT_OK, Output, app, stdout, user_errors
 from gpupact.cli.render import columns, emit
 from gpupact.contract import Contract, Finding, LoadedContract, Severity, check, load_contract
+from gpupact.contract.schema import Service
 from gpupact.errors import FieldError, InputError, PathPart
 
 _STYLE = {Severity.error: "bold red", Severity.warning: "yellow", Severity.info: "cyan"}
@@ -88,58 +90,60 @@ def unknown_model_findings(contract: Contract) -> list[Finding]:
     ]
 
 
+def _replica_findings(
+    contract: Contract,
+    rule: str,
+    severity: Severity,
+    problem: Callable[[Contract, Service], str | None],
+    fix: str,
+) -> list[Finding]:
+    """One finding per service whose replica `problem` says would not start; services whose
+    model is unknown are left to unknown-model."""
+    from gpupact.plan.from_contract import model_problem
+
+    out = []
+    for i, service in enumerate(contract.services):
+        if model_problem(service) is not None:
+            continue
+        message = problem(contract, service)
+        if message is not None:
+            subject = f"service/{service.name}"
+            out.append(Finding(rule, severity, ("services", i), subject, message, fix))
+    return out
+
+
 def timeslice_memory_findings(contract: Contract) -> list[Finding]:
     """Services on a time-sliced pool whose model does not fit in their share of the device
     memory (the k engines of a GPU share it: plan/serving.py `timeslice_memory_problem`, the
     share plan and the twin use): their pods would not start, the twin's replicas serve
-    nothing. Services whose model is unknown are left to unknown-model."""
+    nothing."""
     shared = {p.name for p in contract.pools if p.sharing.mode == "timeslice"}
     if not any(s.pool in shared for s in contract.services):
         return []  # (plan's engine model is not even imported)
-    from gpupact.plan.from_contract import model_problem
     from gpupact.plan.serving import timeslice_memory_problem
 
     fix = (
         "lower the pool's time-slice replicas, quantise the model, raise tensorParallel or put "
         "the service on an exclusive or MIG pool"
     )
-    out = []
-    for i, service in enumerate(contract.services):
-        if service.pool is None or model_problem(service) is not None:
-            continue
-        message = timeslice_memory_problem(contract, service)
-        if message is not None:
-            subject = f"service/{service.name}"
-            out.append(
-                Finding("timeslice-memory", Severity.error, ("services", i), subject, message, fix)
-            )
-    return out
+    return _replica_findings(
+        contract, "timeslice-memory", Severity.error, timeslice_memory_problem, fix
+    )
 
 
 def max_context_findings(contract: Contract) -> list[Finding]:
     """Services without contextLength whose replica's KV cache cannot hold one request of the
     model's own maximum, which vLLM takes when compile passes no MAX_MODEL_LEN
     (plan/serving.py `max_context_problem`): the pods would not start, where plan and the twin
-    size for the profile's p95 request. Unknown models are left to unknown-model."""
+    size for the profile's p95 request."""
     if all(s.context_length is not None or s.model is None for s in contract.services):
         return []  # (plan's engine model is not even imported)
-    from gpupact.plan.from_contract import model_problem
     from gpupact.plan.serving import max_context_problem
 
-    out = []
-    for i, service in enumerate(contract.services):
-        if service.model is None or model_problem(service) is not None:
-            continue
-        message = max_context_problem(contract, service)
-        if message is not None:
-            fix = "set contextLength to the longest request the service takes"
-            out.append(
-                Finding(
-                    "model-max-context", Severity.warning, ("services", i),
-                    f"service/{service.name}", message, fix,
-                )
-            )  # fmt: skip
-    return out
+    fix = "set contextLength to the longest request the service takes"
+    return _replica_findings(
+        contract, "model-max-context", Severity.warning, max_context_problem, fix
+    )
 
 
 def _refusal(path: tuple[PathPart, ...], subject: str, message: str) -> Finding:

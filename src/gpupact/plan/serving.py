@@ -135,7 +135,7 @@ def max_context_problem(contract: Contract, service: Service) -> str | None:
     the model's max_position_embeddings as max_model_len and refuses a KV cache smaller than
     one request of it (vllm/v1/core/kv_cache_utils.py, check_enough_kv_cache_memory). plan
     and the twin size such a service for its profile's p95 prompt + completion instead."""
-    if service.context_length is not None:
+    if service.context_length is not None or service.model is None:
         return None
     workload = workload_for_service(contract, service)
     longest = workload.model.max_context
