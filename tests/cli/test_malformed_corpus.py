@@ -107,22 +107,31 @@ def _in_snapshot_copy(file: str) -> Callable[[Path, str], Path]:
     return place
 
 
+# Ten minutes of a contract's own jobs: the scenario the simulate cases run under.
+TEN_MINUTES = {
+    "apiVersion": "gpupact.io/v1alpha1",
+    "kind": "Scenario",
+    "metadata": {"name": "acme"},
+    "start": "2026-11-11T08:00:00+08:00",
+    "duration": "10m",
+    "jobs": [{"contract": True}],
+}
+
+
+def write_scenario_home(home: Path, contract_text: str | None = None) -> Path:
+    """`home` holding acme's contract (or `contract_text`) and TEN_MINUTES as its scenario."""
+    home.mkdir(exist_ok=True)
+    (home / "contract.yaml").write_text(
+        ACME.read_text() if contract_text is None else contract_text
+    )
+    (home / SCENARIO_FILE).write_text(json.dumps(TEN_MINUTES))
+    return home
+
+
 def _acme_scenario(tmp: Path) -> Path:
     """Ten minutes of the acme contract: the scenario a snapshot is started under."""
     home = tmp.parent / "acme-scenario"
-    if not home.exists():
-        home.mkdir()
-        shutil.copy(ACME, home / "contract.yaml")
-        scenario = {
-            "apiVersion": "gpupact.io/v1alpha1",
-            "kind": "Scenario",
-            "metadata": {"name": "acme"},
-            "start": "2026-11-11T08:00:00+08:00",
-            "duration": "10m",
-            "jobs": [{"contract": True}],
-        }
-        (home / SCENARIO_FILE).write_text(json.dumps(scenario))
-    return home
+    return home if home.exists() else write_scenario_home(home)
 
 
 def _snapshot_target(file: str, number: tuple, mapping: tuple) -> Target:

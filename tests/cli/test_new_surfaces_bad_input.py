@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from test_malformed_corpus import write_scenario_home
 from typer.testing import CliRunner
 
 from gpupact.cli.main import _register, app
@@ -345,19 +346,7 @@ SNAPSHOT = ROOT / "tests/ops/fixtures/healthy"
 
 
 def _acme_scenario(tmp_path: Path) -> Path:
-    home = tmp_path / "acme"
-    home.mkdir()
-    shutil.copy(CONTRACT, home / "contract.yaml")
-    scenario = {
-        "apiVersion": "gpupact.io/v1alpha1",
-        "kind": "Scenario",
-        "metadata": {"name": "acme"},
-        "start": "2026-11-11T08:00:00+08:00",
-        "duration": "10m",
-        "jobs": [{"contract": True}],
-    }
-    (home / "scenario.yaml").write_text(json.dumps(scenario))
-    return home
+    return write_scenario_home(tmp_path / "acme")  # acme's contract
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dangling-link", "device"])

@@ -22,7 +22,8 @@ from gpupact.contract.units import MAX_TIMESLICE_REPLICAS
 from gpupact.plan.name_patterns import MATCH_BUDGET, Budget, regex_names, trie_of
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_malformed_corpus import run_batch
+from test_malformed_corpus import run_batch, write_scenario_home
+from test_new_surfaces_bad_input import LLAMA as SURFACES_LLAMA
 from test_new_surfaces_bad_input import run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,17 +96,7 @@ def test_enforce_eager_with_a_graph_bound_is_eager() -> None:
 
 # --- quantization_config module lists ----------------------------------------------------------
 
-LLAMA = {
-    "architectures": ["LlamaForCausalLM"],
-    "model_type": "llama",
-    "hidden_size": 4096,
-    "intermediate_size": 14336,
-    "num_attention_heads": 32,
-    "num_hidden_layers": 32,
-    "num_key_value_heads": 8,
-    "vocab_size": 128256,
-    "max_position_embeddings": 131072,
-}
+LLAMA = {"architectures": ["LlamaForCausalLM"], **SURFACES_LLAMA}
 # a DeepSeek-sized expert count: 58 MoE layers x 256 experts x 3 = 44,544 expert modules
 MOE = {
     **LLAMA,
@@ -330,20 +321,8 @@ def test_the_matcher_answers_as_re_match(pattern: str) -> None:
 def _acme_with(tmp_path: Path, mutate: Any) -> Path:
     data = yaml.safe_load(CONTRACT.read_text())
     mutate(data)
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    path = home / "contract.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    scenario = {
-        "apiVersion": "gpupact.io/v1alpha1",
-        "kind": "Scenario",
-        "metadata": {"name": "acme"},
-        "start": "2026-11-11T08:00:00+08:00",
-        "duration": "10m",
-        "jobs": [{"contract": True}],
-    }
-    (home / "scenario.yaml").write_text(json.dumps(scenario))
-    return path
+    home = write_scenario_home(tmp_path / "home", yaml.safe_dump(data, sort_keys=False))
+    return home / "contract.yaml"
 
 
 def _commands(path: Path) -> list[list[str]]:

@@ -4,10 +4,10 @@ model does not have reported."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from test_model_config import LLAMA_31_8B, write
 
 from gpupact.contract.schema import Quantization as Q
 from gpupact.errors import InputError
@@ -18,18 +18,6 @@ from gpupact.plan.weights import gpu_weight_bytes, kept_names
 
 GIB = 2**30
 
-LLAMA_31_8B = {
-    "architectures": ["LlamaForCausalLM"],
-    "hidden_size": 4096,
-    "intermediate_size": 14336,
-    "max_position_embeddings": 131072,
-    "model_type": "llama",
-    "num_attention_heads": 32,
-    "num_hidden_layers": 32,
-    "num_key_value_heads": 8,
-    "tie_word_embeddings": False,
-    "vocab_size": 128256,
-}
 LLAMA_405B = {
     **LLAMA_31_8B,
     "hidden_size": 16384,
@@ -44,12 +32,6 @@ META_LIST = (
                                                                         "q_proj", "v_proj")]
     + [f"model.layers.{i}.mlp.{p}" for p in ("down_proj", "gate_proj", "up_proj") for i in (0, 125)]
 )  # fmt: skip
-
-
-def write(tmp_path: Path, data: object, name: str = "config.json") -> str:
-    path = tmp_path / name
-    path.write_text(json.dumps(data, indent=2))
-    return str(path)
 
 
 def quantised(base: dict, **q: object) -> dict:
