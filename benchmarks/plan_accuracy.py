@@ -35,12 +35,12 @@ def _config(p: Point) -> str:
             if w.batch is not None
             else f"rate {w.rate:g}"
         )
-        parts.append(f"{_span(w.input)}/{_span(w.output)} {load}")
+        parts.append(f"{span(w.input)}/{span(w.output)} {load}")
     flags = ", ".join(f"{k}={v}" for k, v in p.flags.items())
     return " · ".join(parts) + (f" ({flags})" if flags else "")
 
 
-def _span(lengths: int | tuple[int, int]) -> str:
+def span(lengths: int | tuple[int, int]) -> str:
     return str(lengths) if isinstance(lengths, int) else f"{lengths[0]}..{lengths[1]}"
 
 

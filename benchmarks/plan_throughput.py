@@ -23,6 +23,7 @@ from measured.throughput import (  # noqa: E402
     plan_capacity,
     predict_throughput,
 )
+from plan_accuracy import span  # noqa: E402  (lengths as the accuracy table shows them)
 
 DOC = ROOT / "docs/plan-throughput.md"
 BEGIN = "<!-- plan-throughput:begin -->"
@@ -31,15 +32,11 @@ COMMAND = "python benchmarks/plan_throughput.py --write"
 CATEGORY = "throughput_saturation"
 
 
-def _span(lengths: int | tuple[int, int]) -> str:
-    return str(lengths) if isinstance(lengths, int) else f"{lengths[0]}..{lengths[1]}"
-
-
 def _config(p: Point) -> str:
     w = p.workload
     assert w is not None
     parts = [p.model.rpartition("/")[2], p.quantization, f"{p.gpu} x{p.tp}", p.engine]
-    return " · ".join(parts) + f" · {_span(w.input)}/{_span(w.output)}"
+    return " · ".join(parts) + f" · {span(w.input)}/{span(w.output)}"
 
 
 def _load(p: Point) -> str:
